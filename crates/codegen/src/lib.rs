@@ -1,0 +1,1 @@
+//! Kernel optimisation and lowering of wgrad: OptOps, heuristics, lowerer, expander and linearizer (to be built).

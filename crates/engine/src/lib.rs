@@ -1,0 +1,1 @@
+//! Engine of wgrad: scheduling lazy graphs into kernels, realize, JIT and BEAM search (to be built).

@@ -1,0 +1,1 @@
+//! Tensor front end of wgrad: lazy tensors, autograd, nn layers and optimizers (to be built).

@@ -1,0 +1,48 @@
+//! Project tasks: `cargo xtask test-all | lines | layering | setup`.
+
+#![allow(clippy::print_stdout)]
+
+mod layering;
+mod lines;
+mod setup;
+mod test_all;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: cargo xtask <command>
+
+commands:
+  test-all   set up, check formatting, clippy (warnings denied), layering, run every test
+  lines      lines of library Rust per crate (no tests, comments or blank lines)
+  layering   check that no wgrad crate depends on a crate above it
+  setup      install what the tests need (the lavapipe software Vulkan driver)";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let ok = match args.first().map(String::as_str) {
+        Some("test-all") => test_all::run(),
+        Some("lines") => lines::run(),
+        Some("layering") => layering::run(),
+        Some("setup") => setup::run(),
+        _ => {
+            eprintln!("{USAGE}");
+            false
+        }
+    };
+    if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
+
+/// The workspace root (the parent of this crate's directory).
+fn workspace_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
+}
+
+/// A `cargo` command run from the workspace root.
+fn cargo() -> std::process::Command {
+    let mut cmd = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(workspace_root());
+    cmd
+}
