@@ -1,0 +1,223 @@
+//! The verifier: checks a graph against the IR's type rules and names the offending node.
+//!
+//! Invariants checked, per op:
+//! - ALU ops have their arity; operands have the node's dtype, except: comparisons yield bool
+//!   (same vector width) from two operands of one dtype; `Where`'s condition is bool;
+//!   shift amounts may be any integer; `Threefry` is u64. Bitwise ops are not on floats.
+//! - `Const` has no sources and a constant arg; `DefineVar` an int dtype and a variable arg;
+//!   `Range` one integer source of its own dtype; `Special` a (name, size) arg.
+//! - `Bitcast` keeps the item size; `Cast` has one source.
+//! - `Index` is (pointer, int index, bool gate?) and a pointer; `Load` reads from a pointer
+//!   (optionally through a view or index, optionally gated) the pointer's element type;
+//!   `Store` is void and its value has the pointer's element type; `Sink` is void.
+//! - `ReduceAxis` has an (Add|Mul|Max, axes) arg; `Reduce` reduces over `Range` sources.
+
+use wgrad_dtype::DType;
+
+use crate::{Arg, OpSet, Ops, OpsError, UOp};
+
+/// A type rule a node breaks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecViolation {
+    /// Wrong number of sources.
+    #[error("takes {expected} sources, has {got}")]
+    Arity {
+        /// What the op takes (a description, e.g. `2` or `1..=3`).
+        expected: &'static str,
+        /// Sources present.
+        got: usize,
+    },
+    /// A source has the wrong dtype.
+    #[error("source {index} is {got}, expected {expected}")]
+    SourceDType {
+        /// Which source.
+        index: usize,
+        /// Its dtype.
+        got: DType,
+        /// What the op needs there.
+        expected: DType,
+    },
+    /// The node's own dtype is wrong.
+    #[error("dtype is {got}, expected {expected}")]
+    ResultDType {
+        /// Its dtype.
+        got: DType,
+        /// What the op produces.
+        expected: DType,
+    },
+    /// A source or the node should be of a class of dtypes (int, bool, pointer).
+    #[error("{what} must be {class}, is {got}")]
+    DTypeClass {
+        /// Which value (`"source 1"`, `"result"`).
+        what: &'static str,
+        /// The class (`"an int"`, `"a pointer"`).
+        class: &'static str,
+        /// Its dtype.
+        got: DType,
+    },
+    /// The arg is not the variant the op takes.
+    #[error("arg {got} is not {expected}")]
+    Arg {
+        /// What the op takes.
+        expected: &'static str,
+        /// What it has.
+        got: String,
+    },
+}
+
+/// Checks every node under `root` (see the module docs); the error names the first bad node
+/// and its index in `root.toposort()`.
+pub fn verify(root: &UOp) -> Result<(), OpsError> {
+    verify_uops(&root.toposort())
+}
+
+/// Checks every node of a list (a linearized program, or any toposort).
+pub fn verify_uops(uops: &[UOp]) -> Result<(), OpsError> {
+    for (index, u) in uops.iter().enumerate() {
+        check(u).map_err(|violation| OpsError::Spec { index, node: u.clone(), violation })?;
+    }
+    Ok(())
+}
+
+fn arity(u: &UOp, ok: impl Fn(usize) -> bool, expected: &'static str) -> Result<(), SpecViolation> {
+    if ok(u.src().len()) { Ok(()) } else { Err(SpecViolation::Arity { expected, got: u.src().len() }) }
+}
+
+fn source_is(u: &UOp, index: usize, expected: DType) -> Result<(), SpecViolation> {
+    let got = u.src()[index].dtype();
+    if got == expected { Ok(()) } else { Err(SpecViolation::SourceDType { index, got, expected }) }
+}
+
+fn class(ok: bool, what: &'static str, class: &'static str, got: DType) -> Result<(), SpecViolation> {
+    if ok { Ok(()) } else { Err(SpecViolation::DTypeClass { what, class, got }) }
+}
+
+fn arg(ok: bool, u: &UOp, expected: &'static str) -> Result<(), SpecViolation> {
+    if ok { Ok(()) } else { Err(SpecViolation::Arg { expected, got: u.arg().to_string() }) }
+}
+
+fn check(u: &UOp) -> Result<(), SpecViolation> {
+    let dt = u.dtype();
+    let src = u.src();
+    if let Some(n) = u.op().arity() {
+        arity(u, |k| k == n, ["1", "2", "3"][n - 1])?;
+        return check_alu(u);
+    }
+    match u.op() {
+        Ops::Const => {
+            arity(u, |k| k == 0, "0")?;
+            arg(matches!(u.arg(), Arg::Const(_)), u, "a constant")
+        }
+        Ops::DefineVar => {
+            class(dt.is_int(), "result", "an int", dt)?;
+            arg(matches!(u.arg(), Arg::Var(_)), u, "a variable")
+        }
+        Ops::Range => {
+            arity(u, |k| k == 1, "1")?;
+            class(dt.is_int(), "result", "an int", dt)?;
+            source_is(u, 0, dt)
+        }
+        Ops::Special => arg(matches!(u.arg(), Arg::Special(..)), u, "(name, size)"),
+        Ops::Cast => arity(u, |k| k == 1, "1"),
+        Ops::Bitcast => {
+            arity(u, |k| k == 1, "1")?;
+            let from = src[0].dtype();
+            let ok = from.itemsize() * from.count() as usize == dt.itemsize() * dt.count() as usize;
+            if ok { Ok(()) } else { Err(SpecViolation::ResultDType { got: dt, expected: from }) }
+        }
+        Ops::Index => {
+            arity(u, |k| k == 2 || k == 3, "2..=3")?;
+            class(src[0].dtype().is_ptr(), "source 0", "a pointer", src[0].dtype())?;
+            class(src[1].dtype().is_int(), "source 1", "an int", src[1].dtype())?;
+            check_gate(src.get(2))?;
+            class(dt.is_ptr(), "result", "a pointer", dt)
+        }
+        Ops::Load => {
+            arity(u, |k| (1..=3).contains(&k), "1..=3")?;
+            let ptr = src[0].dtype();
+            class(ptr.is_ptr(), "source 0", "a pointer", ptr)?;
+            if dt != ptr.base() {
+                return Err(SpecViolation::ResultDType { got: dt, expected: ptr.base() });
+            }
+            check_gate(
+                src.get(1).filter(|s| s.op() != Ops::View && !s.dtype().is_ptr() && s.dtype().is_bool()),
+            )
+        }
+        Ops::Store => {
+            arity(u, |k| (2..=4).contains(&k), "2..=4")?;
+            class(dt == DType::VOID, "result", "void", dt)?;
+            let ptr = src[0].dtype();
+            class(ptr.is_ptr(), "source 0", "a pointer", ptr)?;
+            let value = if src.len() > 2
+                && src.last().is_some_and(|g| g.dtype() == DType::BOOL)
+                && ptr.base() != DType::BOOL
+            {
+                src.len() - 2
+            } else {
+                src.len() - 1
+            };
+            source_is(u, value, ptr.base())
+        }
+        Ops::Sink => class(dt == DType::VOID, "result", "void", dt),
+        Ops::ReduceAxis => {
+            arity(u, |k| k == 1, "1")?;
+            let ok = matches!(u.arg(), Arg::ReduceAxis(op, _) if REDUCE_OPS.contains(*op));
+            arg(ok, u, "(Add|Mul|Max, axes)")?;
+            source_is(u, 0, dt)
+        }
+        Ops::Reduce => {
+            arity(u, |k| k >= 1, "1..")?;
+            arg(matches!(u.arg(), Arg::Op(op) if REDUCE_OPS.contains(*op)), u, "Add|Mul|Max")?;
+            source_is(u, 0, dt)?;
+            match src[1..].iter().position(|r| r.op() != Ops::Range) {
+                Some(i) => Err(SpecViolation::DTypeClass {
+                    what: "reduce source",
+                    class: "a Range",
+                    got: src[i + 1].dtype(),
+                }),
+                None => Ok(()),
+            }
+        }
+        Ops::View => arg(matches!(u.arg(), Arg::View(_)), u, "a view"),
+        _ => Ok(()),
+    }
+}
+
+const REDUCE_OPS: OpSet = OpSet::of(&[Ops::Add, Ops::Mul, Ops::Max]);
+const BITWISE: OpSet = OpSet::of(&[Ops::And, Ops::Or, Ops::Xor, Ops::Shl, Ops::Shr]);
+
+fn check_gate(gate: Option<&UOp>) -> Result<(), SpecViolation> {
+    gate.map_or(Ok(()), |g| class(g.dtype().scalar_dtype() == DType::BOOL, "gate", "bool", g.dtype()))
+}
+
+fn check_alu(u: &UOp) -> Result<(), SpecViolation> {
+    let dt = u.dtype();
+    let src = u.src();
+    match u.op() {
+        Ops::CmpLt | Ops::CmpNe => {
+            let want = DType::BOOL.vec(src[0].dtype().count());
+            if dt != want {
+                return Err(SpecViolation::ResultDType { got: dt, expected: want });
+            }
+            source_is(u, 1, src[0].dtype())
+        }
+        Ops::Where => {
+            class(src[0].dtype().scalar_dtype() == DType::BOOL, "condition", "bool", src[0].dtype())?;
+            source_is(u, 1, dt)?;
+            source_is(u, 2, dt)
+        }
+        Ops::Threefry => {
+            class(dt == DType::U64, "result", "u64", dt)?;
+            source_is(u, 0, dt)?;
+            source_is(u, 1, dt)
+        }
+        op => {
+            class(!(BITWISE.contains(op) && dt.is_float()), "result", "an int or bool", dt)?;
+            source_is(u, 0, dt)?;
+            if matches!(op, Ops::Shl | Ops::Shr) {
+                return class(src[1].dtype().is_int(), "shift amount", "an int", src[1].dtype());
+            }
+            (1..src.len()).try_for_each(|i| source_is(u, i, dt))
+        }
+    }
+}
