@@ -1,1 +1,48 @@
-//! wgpu runtime of wgrad: devices, buffers, pipeline cache and dispatch (to be built).
+//! wgpu runtime of wgrad: the layer below code generation. It takes WGSL source text,
+//! buffers and workgroup counts, and runs them on a GPU (or Mesa lavapipe) through wgpu.
+//!
+//! - [`Device`]: adapter choice (`WGRAD_ADAPTER` or the best kind), the adapter's own
+//!   limits ([`DeviceLimits`]) and optional features ([`DeviceFeatures`]).
+//! - [`Buffer`]: storage memory from a size-bucketed pool ([`bucket_size`],
+//!   [`MemoryStats`]); dropping the last handle returns it to the pool.
+//! - [`Pipeline`]: a compiled entry point, cached by (source, entry point).
+//! - [`Batch`]: many launches recorded for one encoder and one submit;
+//!   [`fold_workgroups`] documents how launches over 65535 workgroups are folded.
+//! - [`Device::run_timed`]: per-launch GPU times from timestamp queries.
+//! - [`RuntimeError`]: every failure, including WGSL errors with their line, out of
+//!   memory and device loss; nothing in this crate lets wgpu panic.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), wgrad_runtime_wgpu::RuntimeError> {
+//! use wgrad_runtime_wgpu::Device;
+//! let device = Device::new()?;
+//! let src = "@group(0) @binding(0) var<storage, read_write> x: array<f32>;
+//! @compute @workgroup_size(64) fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+//!     if (id.x < arrayLength(&x)) { x[id.x] = x[id.x] * 2.0; }
+//! }";
+//! let x = device.upload(&[1.0f32, 2.0, 3.0])?;
+//! let mut batch = device.batch();
+//! batch.dispatch(&device.pipeline(src, "main")?, &[&x], [1, 1, 1])?;
+//! device.submit(batch)?;
+//! assert_eq!(device.read_as::<f32>(&x)?, [2.0, 4.0, 6.0]);
+//! # Ok(()) }
+//! ```
+
+mod batch;
+mod buffer;
+mod device;
+mod error;
+mod info;
+mod pipeline;
+mod pool;
+mod timing;
+mod transfer;
+
+pub use batch::{Batch, fold_workgroups};
+pub use buffer::Buffer;
+pub use device::{ADAPTER_ENV, Device, adapters};
+pub use error::{Result, RuntimeError};
+pub use info::{AdapterSummary, DeviceFeatures, DeviceKind, DeviceLimits};
+pub use pipeline::Pipeline;
+pub use pool::{MemoryStats, bucket_size};
+pub use wgpu;

@@ -1,0 +1,268 @@
+//! `Device`: adapter selection, device creation, error bookkeeping, and the entry points
+//! for allocation, compilation and submission.
+//!
+//! Invariants:
+//! - The device is created with the adapter's own limits (not wgpu's defaults) and
+//!   every feature in [`DeviceFeatures`] the adapter has; no experimental features.
+//! - wgpu never panics on our behalf: calls that can fail run in error scopes, an
+//!   uncaptured-error handler records anything that escapes them, and a device-lost
+//!   callback records loss. Both are reported as errors by the next call that submits,
+//!   waits or compiles; after a loss every such call fails with
+//!   [`RuntimeError::DeviceLost`].
+//! - Work is only waited for in [`Device::sync`], readbacks and timed runs.
+
+use std::sync::{Arc, Mutex};
+
+use crate::batch::{Batch, bind_group, record};
+use crate::buffer::Buffer;
+use crate::error::{Result, RuntimeError, scoped};
+use crate::info::{AdapterSummary, DeviceFeatures, DeviceKind, DeviceLimits};
+use crate::pipeline::{Pipeline, PipelineCache};
+use crate::pool::{BufferPool, MemoryStats};
+
+/// Environment variable naming the adapter to use (case-insensitive name substring).
+pub const ADAPTER_ENV: &str = "WGRAD_ADAPTER";
+
+/// Errors recorded outside of error scopes.
+#[derive(Default)]
+struct Health {
+    lost: Mutex<Option<String>>,
+    uncaptured: Mutex<Vec<String>>,
+}
+
+/// A wgpu device and queue with a buffer pool and a pipeline cache.
+pub struct Device {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    adapter: AdapterSummary,
+    limits: DeviceLimits,
+    features: DeviceFeatures,
+    storage: Arc<BufferPool>,
+    pub(crate) staging: BufferPool,
+    pipelines: PipelineCache,
+    health: Arc<Health>,
+}
+
+/// Every adapter wgpu finds on this machine.
+fn enumerate() -> Vec<wgpu::Adapter> {
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+}
+
+/// Lists the adapters available here, best first (the one [`Device::new`] picks
+/// without `WGRAD_ADAPTER` comes first).
+pub fn adapters() -> Vec<AdapterSummary> {
+    let mut found: Vec<AdapterSummary> =
+        enumerate().iter().map(|a| AdapterSummary::from_wgpu(&a.get_info())).collect();
+    found.sort_by_key(|a| a.kind);
+    found
+}
+
+/// Picks the adapter whose name contains `wanted` (case-insensitive), or the best kind.
+fn choose(adapters: Vec<wgpu::Adapter>, wanted: Option<&str>) -> Result<wgpu::Adapter> {
+    let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+    let chosen = match wanted {
+        Some(wanted) => {
+            let wanted = wanted.to_lowercase();
+            adapters.into_iter().find(|a| a.get_info().name.to_lowercase().contains(&wanted))
+        }
+        None => adapters.into_iter().min_by_key(|a| DeviceKind::from_wgpu(a.get_info().device_type)),
+    };
+    chosen.ok_or_else(|| {
+        let available = if names.is_empty() {
+            "none found (install a Vulkan, Metal or DX12 driver; Mesa lavapipe works on CPU)".to_owned()
+        } else {
+            format!("available: {}", names.join(", "))
+        };
+        match wanted {
+            Some(wanted) => RuntimeError::NoAdapter(format!(
+                "no adapter name contains `{wanted}` ({ADAPTER_ENV}); {available}"
+            )),
+            None => RuntimeError::NoAdapter(available),
+        }
+    })
+}
+
+impl Device {
+    /// Opens the adapter named by `WGRAD_ADAPTER`, or the best one available.
+    pub fn new() -> Result<Self> {
+        let wanted = std::env::var(ADAPTER_ENV).ok().filter(|s| !s.is_empty());
+        Self::with_adapter(wanted.as_deref())
+    }
+
+    /// Opens the adapter whose name contains `name` (case-insensitive), or the best
+    /// one (discrete > integrated > virtual > CPU) when `name` is `None`.
+    pub fn with_adapter(name: Option<&str>) -> Result<Self> {
+        let adapter = choose(enumerate(), name)?;
+        let info = adapter.get_info();
+        let limits = adapter.limits();
+        let required_features = adapter.features() & DeviceFeatures::WANTED;
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("wgrad"),
+            required_features,
+            required_limits: limits.clone(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        }))
+        .map_err(|e| RuntimeError::RequestDevice { adapter: info.name.clone(), message: e.to_string() })?;
+        let health = Arc::new(Health::default());
+        let lost = Arc::clone(&health);
+        device.set_device_lost_callback(move |reason, message| {
+            let mut slot = lost.lost.lock().unwrap_or_else(|p| p.into_inner());
+            slot.get_or_insert_with(|| format!("{reason:?}: {message}"));
+        });
+        let uncaptured = Arc::clone(&health);
+        device.on_uncaptured_error(Arc::new(move |error: wgpu::Error| {
+            let mut list = uncaptured.uncaptured.lock().unwrap_or_else(|p| p.into_inner());
+            list.push(error.to_string());
+        }));
+        let storage_usage =
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        let staging_usage = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
+        Ok(Self {
+            storage: Arc::new(BufferPool::new(
+                device.clone(),
+                storage_usage,
+                limits.max_buffer_size,
+                "wgrad storage",
+            )),
+            staging: BufferPool::new(device.clone(), staging_usage, limits.max_buffer_size, "wgrad staging"),
+            adapter: AdapterSummary::from_wgpu(&info),
+            limits: DeviceLimits::from_wgpu(&limits),
+            features: DeviceFeatures::from_wgpu(device.features()),
+            pipelines: PipelineCache::default(),
+            health,
+            device,
+            queue,
+        })
+    }
+
+    /// Who the adapter is.
+    pub fn adapter(&self) -> &AdapterSummary {
+        &self.adapter
+    }
+
+    /// The limits the device was created with.
+    pub fn limits(&self) -> &DeviceLimits {
+        &self.limits
+    }
+
+    /// The optional features the device has.
+    pub fn features(&self) -> &DeviceFeatures {
+        &self.features
+    }
+
+    /// The wgpu device and queue (for callers that encode their own commands).
+    pub fn raw(&self) -> (&wgpu::Device, &wgpu::Queue) {
+        (&self.device, &self.queue)
+    }
+
+    /// A storage buffer of `bytes` bytes (contents undefined), reusing pooled memory.
+    ///
+    /// Zero-byte requests get a 4-byte binding. Requests over
+    /// [`DeviceLimits::max_allocation`] fail with [`RuntimeError::BufferTooLarge`].
+    pub fn alloc(&self, bytes: u64) -> Result<Buffer> {
+        let limit = self.limits.max_allocation();
+        if bytes > limit || bytes.max(4).next_multiple_of(4) > limit {
+            return Err(RuntimeError::BufferTooLarge { requested: bytes, limit });
+        }
+        let (raw, capacity) = self.storage.acquire(bytes)?;
+        Ok(Buffer::new(raw, bytes, capacity, Arc::clone(&self.storage)))
+    }
+
+    /// Counters of the storage-buffer pool.
+    pub fn memory(&self) -> MemoryStats {
+        self.storage.stats()
+    }
+
+    /// Frees all pooled (unused) buffers.
+    pub fn trim_pool(&self) {
+        self.storage.trim();
+        self.staging.trim();
+    }
+
+    /// The pipeline for `entry` in `wgsl`, compiled on first use and cached by
+    /// (source, entry point).
+    pub fn pipeline(&self, wgsl: &str, entry: &str) -> Result<Pipeline> {
+        self.check()?;
+        self.pipelines.get_or_compile(&self.device, wgsl, entry)
+    }
+
+    /// Number of distinct pipelines compiled so far.
+    pub fn pipeline_count(&self) -> usize {
+        self.pipelines.len()
+    }
+
+    /// An empty batch of launches for this device.
+    pub fn batch(&self) -> Batch {
+        Batch::new(self.limits.max_workgroups_per_dimension)
+    }
+
+    /// Encodes every launch of `batch` into one command buffer and submits it, without
+    /// waiting. If encoding fails nothing is submitted.
+    pub fn submit(&self, batch: Batch) -> Result<()> {
+        self.check()?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let commands = scoped(&self.device, || {
+            let groups: Vec<_> = batch.dispatches().iter().map(|d| bind_group(&self.device, d)).collect();
+            let mut encoder = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("wgrad batch") });
+            {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("wgrad batch"),
+                    timestamp_writes: None,
+                });
+                for (dispatch, group) in batch.dispatches().iter().zip(&groups) {
+                    record(&mut pass, dispatch, group);
+                }
+            }
+            encoder.finish()
+        })
+        .map_err(|e| RuntimeError::from_wgpu(e, "batch encoding"))?;
+        self.submit_commands(commands, "batch submit")
+    }
+
+    /// Submits encoded commands, reporting validation errors instead of panicking.
+    pub(crate) fn submit_commands(&self, commands: wgpu::CommandBuffer, context: &'static str) -> Result<()> {
+        scoped(&self.device, || self.queue.submit([commands]))
+            .map_err(|e| RuntimeError::from_wgpu(e, context))?;
+        Ok(())
+    }
+
+    /// Waits until all submitted work has finished, then reports any error recorded
+    /// outside of scopes (including device loss).
+    pub fn sync(&self) -> Result<()> {
+        self.check()?;
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| RuntimeError::Wait(e.to_string()))?;
+        self.check()
+    }
+
+    /// Fails if the device was lost or an error escaped the error scopes.
+    pub(crate) fn check(&self) -> Result<()> {
+        if let Some(reason) = self.health.lost.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            return Err(RuntimeError::DeviceLost(reason.clone()));
+        }
+        let mut errors = self.health.uncaptured.lock().unwrap_or_else(|p| p.into_inner());
+        if errors.is_empty() {
+            return Ok(());
+        }
+        let message = errors.join("\n");
+        errors.clear();
+        Err(RuntimeError::Internal { context: "an earlier call (uncaptured)", message })
+    }
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("adapter", &self.adapter)
+            .field("features", &self.features)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,104 @@
+//! Per-dispatch GPU time from timestamp queries.
+//!
+//! Invariants:
+//! - With `TIMESTAMP_QUERY`, each launch gets its own compute pass whose beginning and
+//!   end write timestamps `2i` and `2i + 1` of a query set (4096 queries per set, so
+//!   2048 launches per set); all sets resolve into one buffer read back once.
+//! - Durations are `(end - start) * queue.get_timestamp_period()` nanoseconds,
+//!   saturating at zero, so they are never negative.
+//! - Without the feature the batch runs untimed and every duration is `None`.
+
+use std::time::Duration;
+
+use crate::batch::{Batch, bind_group, record};
+use crate::device::Device;
+use crate::error::{Result, RuntimeError, scoped};
+
+/// Launches per query set: two timestamps each.
+const LAUNCHES_PER_SET: usize = (wgpu::QUERY_SET_MAX_QUERIES / 2) as usize;
+
+/// Bytes one full query set resolves to (a multiple of the resolve alignment).
+const SET_BYTES: u64 = wgpu::QUERY_SET_MAX_QUERIES as u64 * wgpu::QUERY_SIZE as u64;
+
+impl Device {
+    /// Submits `batch`, waits for it, and returns each launch's GPU time in recording
+    /// order (`None` for all when the device has no timestamp queries).
+    pub fn run_timed(&self, batch: Batch) -> Result<Vec<Option<Duration>>> {
+        if !self.features().timestamps {
+            let count = batch.len();
+            self.submit(batch)?;
+            self.sync()?;
+            return Ok(vec![None; count]);
+        }
+        self.check()?;
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        let count = batch.len();
+        let resolved_len = count.div_ceil(LAUNCHES_PER_SET) as u64 * SET_BYTES;
+        let (staging, capacity) = self.staging.acquire(resolved_len)?;
+        let commands = scoped(&self.device, || self.encode_timed(&batch, &staging))
+            .map_err(|e| RuntimeError::from_wgpu(e, "timed batch encoding"));
+        let ticks = commands
+            .and_then(|c| self.submit_commands(c, "timed batch submit"))
+            .and_then(|()| self.map_and_copy(&staging, resolved_len, 0, resolved_len));
+        let ticks: Vec<u64> = match ticks {
+            Ok(bytes) => {
+                self.staging.release(staging, capacity);
+                bytemuck::pod_collect_to_vec(&bytes)
+            }
+            Err(error) => {
+                self.staging.discard(capacity);
+                return Err(error);
+            }
+        };
+        let period = f64::from(self.queue.get_timestamp_period());
+        Ok((0..count)
+            .map(|i| {
+                let set = i / LAUNCHES_PER_SET;
+                let base = set * wgpu::QUERY_SET_MAX_QUERIES as usize + 2 * (i % LAUNCHES_PER_SET);
+                let elapsed = ticks[base + 1].saturating_sub(ticks[base]);
+                Some(Duration::from_nanos((elapsed as f64 * period) as u64))
+            })
+            .collect())
+    }
+
+    /// One command buffer: a timestamped pass per launch, then the query resolves and
+    /// the copy of the resolved ticks into `staging`.
+    fn encode_timed(&self, batch: &Batch, staging: &wgpu::Buffer) -> wgpu::CommandBuffer {
+        let dispatches = batch.dispatches();
+        let chunks: Vec<_> = dispatches.chunks(LAUNCHES_PER_SET).collect();
+        let resolve = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("wgrad timestamps"),
+            size: chunks.len() as u64 * SET_BYTES,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let mut encoder = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("wgrad timed batch") });
+        for (set_index, chunk) in chunks.iter().enumerate() {
+            let queries = self.device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("wgrad timestamps"),
+                ty: wgpu::QueryType::Timestamp,
+                count: 2 * chunk.len() as u32,
+            });
+            for (dispatch, slot) in chunk.iter().zip(0u32..) {
+                let group = bind_group(&self.device, dispatch);
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some(dispatch.pipeline.entry()),
+                    timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                        query_set: &queries,
+                        beginning_of_pass_write_index: Some(2 * slot),
+                        end_of_pass_write_index: Some(2 * slot + 1),
+                    }),
+                });
+                record(&mut pass, dispatch, &group);
+            }
+            let offset = set_index as u64 * SET_BYTES;
+            encoder.resolve_query_set(&queries, 0..2 * chunk.len() as u32, &resolve, offset);
+        }
+        encoder.copy_buffer_to_buffer(&resolve, 0, staging, 0, resolve.size());
+        encoder.finish()
+    }
+}
