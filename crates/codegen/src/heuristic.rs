@@ -1,0 +1,228 @@
+//! Hand-coded optimisations: the opts a kernel gets without a search, in tinygrad v0.10's
+//! order (matvec, grouping small outputs, masked and broadcast upcasts, unrolling, one more
+//! upcast, locals). An opt the kernel or target refuses is skipped; the caller decides whether
+//! to optimise at all (NOOPT).
+
+use wgrad_ops::{Arg, Ops};
+use wgrad_shape::{ShapeTracker, Sint};
+
+use crate::{Kernel, Opt, OptOps};
+
+/// Threads per row, rows per workgroup and rows per thread of the matvec opts.
+const MV_THREADS_PER_ROW: usize = 8;
+const MV_BLOCKSIZE: usize = 4;
+const MV_ROWS_PER_THREAD: usize = 4;
+
+/// Applies `Opt::new(op, axis, arg)` if the kernel takes it; says whether it did.
+fn try_opt(k: &mut Kernel, op: OptOps, axis: usize, arg: usize) -> bool {
+    k.apply_opt(Opt::new(op, axis, arg)).is_ok()
+}
+
+fn int(s: &Sint) -> Option<usize> {
+    s.as_int().and_then(|v| usize::try_from(v).ok())
+}
+
+fn product(xs: &[Sint]) -> i64 {
+    xs.iter().map(Sint::vmax).product()
+}
+
+/// The stride of `axis` in the last view of `st` (tinygrad looks at that view, not the real
+/// strides, when it looks for broadcasts).
+fn last_stride(st: &ShapeTracker, axis: usize) -> i64 {
+    st.views().last().expect("a tracker has a view").strides()[axis].vmin()
+}
+
+/// Optimises `k` the way tinygrad's `hand_coded_optimizations` does.
+pub fn hand_coded_optimizations(k: &mut Kernel) {
+    if matvec(k) {
+        return;
+    }
+    group_small_output(k);
+    if k.group_for_reduces() > 0 {
+        return;
+    }
+    upcast_masked(k);
+    upcast_broadcasts(k);
+    unroll_reduce(k);
+    upcast_last(k);
+    make_locals(k);
+}
+
+/// A sum over the product of two loads where not both are broadcast somewhere, the first
+/// read contiguously along the reduce: GROUP 8, LOCAL 4, UPCAST 4 on the first global axis
+/// they divide. Returns whether it applied.
+fn matvec(k: &mut Kernel) -> bool {
+    let target = k.target();
+    if !(target.has_local && target.has_shared) || k.full_shape().len() < 2 {
+        return false;
+    }
+    let Some(r) = k.reduceop() else { return false };
+    let mul = &r.src()[0];
+    if !matches!(r.arg(), Arg::ReduceAxis(Ops::Add, _))
+        || mul.op() != Ops::Mul
+        || mul.src().iter().any(|s| s.op() != Ops::Load)
+    {
+        return false;
+    }
+    let st_of = |u| k.bufs().iter().position(|b| b == u).map(|i| &k.sts()[i]);
+    let (Some(st0), Some(st1)) = (st_of(&mul.src()[0]), st_of(&mul.src()[1])) else { return false };
+    let (strides0, strides1) = (st0.real_strides(false), st1.real_strides(false));
+    let expanded = |st: &ShapeTracker, strides: &[Option<Sint>]| {
+        st.shape().iter().zip(strides).any(|(s, st)| s.vmax() > 1 && st.as_ref().is_some_and(|x| *x == 0))
+    };
+    let fr = k.first_reduce();
+    let unit = strides0.get(fr).and_then(Option::as_ref).is_some_and(|s| *s == 1);
+    if !unit || (expanded(st0, &strides0) && expanded(st1, &strides1)) {
+        return false;
+    }
+    let divides = |s: &Sint, d: usize| int(s).is_some_and(|v| v % d == 0);
+    if !divides(&k.full_shape()[fr], MV_THREADS_PER_ROW) {
+        return false;
+    }
+    let rows = MV_BLOCKSIZE * MV_ROWS_PER_THREAD;
+    let Some(g) = (0..k.global_dims()).find(|&g| divides(&k.full_shape()[g], rows)) else { return false };
+    try_opt(k, OptOps::Group, 0, MV_THREADS_PER_ROW);
+    try_opt(k, OptOps::Local, g, MV_BLOCKSIZE);
+    try_opt(k, OptOps::Upcast, g, MV_ROWS_PER_THREAD);
+    true
+}
+
+/// A reduce into few outputs (<= 2048) splits its first reduce axis across the workgroup:
+/// GROUPTOP 256 or 16 (<= 32 outputs), else 16.
+fn group_small_output(k: &mut Kernel) {
+    let target = k.target();
+    let fr = k.first_reduce();
+    let out = &k.output_shape()[..fr];
+    if !(target.has_local && target.has_shared) || out.iter().any(|s| s.as_int().is_none()) {
+        return;
+    }
+    let st0 = &k.sts()[0];
+    let upcast_unit4 = st0
+        .unit_stride_axes(false)
+        .into_iter()
+        .any(|a| a >= k.first_upcast() && int(&st0.shape()[a]).is_some_and(|v| v % 4 == 0));
+    let outputs = product(out);
+    if upcast_unit4 || fr > 2 || fr >= k.shape_len() || outputs > 2048 {
+        return;
+    }
+    let sizes: &[usize] = if outputs <= 32 { &[256, 16] } else { &[16] };
+    for &sz in sizes {
+        let fits =
+            k.sts().iter().all(|st| st.shape()[fr] == 1 || int(&st.shape()[fr]).is_some_and(|v| v % sz == 0));
+        if fits && try_opt(k, OptOps::Grouptop, 0, sz) {
+            break;
+        }
+    }
+}
+
+/// Small (<= 7) masked output axes are upcast whole, while the upcast total stays <= 49.
+fn upcast_masked(k: &mut Kernel) {
+    let mut to_upcast: Vec<usize> = vec![];
+    for axis in 0..k.first_reduce() {
+        let Some(size) = int(&k.full_shape()[axis]) else { continue };
+        let upcast = product(&k.full_shape()[k.first_upcast()..])
+            * to_upcast.iter().map(|&a| k.full_shape()[a].vmax()).product::<i64>()
+            * size as i64;
+        if size <= 7 && upcast <= 49 && k.sts().iter().any(|st| st.axis_is_masked(axis)) {
+            to_upcast.push(axis);
+        }
+    }
+    for &axis in to_upcast.iter().rev() {
+        try_opt(k, OptOps::Upcast, axis, 0);
+    }
+}
+
+/// While the output has >= 1024 elements, upcast by 3 or 4 an output axis that some buffer
+/// broadcasts (stride 0) and has no broadcast upcast axis yet; prefer axes fewer buffers
+/// read with a positive stride, then smaller stride sums, then lower axes and amounts.
+fn upcast_broadcasts(k: &mut Kernel) {
+    let mut done: Vec<usize> = vec![];
+    while product(&k.output_shape()[..k.first_reduce()]) >= 1024 {
+        let mut choices: Vec<(usize, i64, usize, usize)> = vec![];
+        for axis in 0..k.first_reduce() {
+            for amt in [3, 4] {
+                let divides = int(&k.full_shape()[axis]).is_some_and(|v| v % amt == 0);
+                let broadcast = (0..k.sts().len()).any(|i| {
+                    last_stride(&k.sts()[i], axis) == 0
+                        && !k.upcasted_axis(i).iter().any(|(_, st, _)| st.as_ref().is_some_and(|s| *s == 0))
+                });
+                if !done.contains(&axis) && divides && broadcast {
+                    let strides: Vec<i64> = k.sts().iter().map(|st| last_stride(st, axis)).collect();
+                    let positive = strides.iter().filter(|&&s| s > 0).count();
+                    choices.push((positive, strides.iter().sum(), axis, amt));
+                }
+            }
+        }
+        let Some(&(_, _, axis, amt)) = choices.iter().min() else { break };
+        if !try_opt(k, OptOps::Upcast, axis, amt) {
+            break;
+        }
+        done.push(axis);
+    }
+}
+
+/// Unrolls the last reduce axis when small (<= 32; a second one too when both are <= 3),
+/// else by 4 when it divides; only while few registers are upcast already.
+fn unroll_reduce(k: &mut Kernel) {
+    let (fr, fu) = (k.first_reduce(), k.first_upcast());
+    let upcast = product(&k.full_shape()[fu..]);
+    let reduce_upcast = k.upcasted_axis(0).iter().any(|(_, _, r)| *r);
+    if fr >= fu || (upcast > 4 && reduce_upcast) || (k.upcasted() > 0 && upcast >= 64) {
+        return;
+    }
+    let last = |k: &Kernel| k.full_unupcasted_shape().last().and_then(int);
+    let axis = |k: &Kernel| k.full_unupcasted_shape().len() - 1 - k.first_reduce();
+    match last(k) {
+        Some(s) if s <= 32 => {
+            try_opt(k, OptOps::Unroll, axis(k), 0);
+            if k.first_reduce() < k.first_upcast() && s <= 3 && last(k).is_some_and(|s2| s2 <= 3) {
+                try_opt(k, OptOps::Unroll, axis(k), 0);
+            }
+        }
+        Some(s) if s % 4 == 0 => {
+            try_opt(k, OptOps::Unroll, axis(k), 4);
+        }
+        _ => {}
+    }
+}
+
+/// With nothing upcast yet, upcasts the last output axis by 4 when it divides.
+fn upcast_last(k: &mut Kernel) {
+    let fr = k.first_reduce();
+    if k.upcasted() == 0 && fr > 0 && int(&k.full_shape()[fr - 1]).is_some_and(|v| v % 4 == 0) {
+        try_opt(k, OptOps::Upcast, fr - 1, 4);
+    }
+}
+
+/// Up to 3 output axes become local, broadcast axes first (then later axes), each by the
+/// first of 32 (axis 0 only), 16, 8, 4, 3, 2 that divides it and keeps the workgroup
+/// <= 128 (and within the target).
+fn make_locals(k: &mut Kernel) {
+    if !k.target().has_local {
+        return;
+    }
+    let max = k.target().max_local_invocations.min(128);
+    let mut ranking: Vec<(bool, usize)> = (0..k.first_reduce())
+        .map(|axis| (k.sts().iter().any(|st| last_stride(st, axis) == 0), axis))
+        .collect();
+    ranking.sort_by_key(|&(broadcast, axis)| (!broadcast, std::cmp::Reverse(axis)));
+    let mut to_local: Vec<(usize, usize)> = vec![];
+    for (_, axis) in ranking {
+        let size: usize = to_local.iter().map(|(_, s)| s).product();
+        let candidates = [32].iter().filter(|_| axis == 0).chain(&[16, 8, 4, 3, 2]);
+        let fits = |&&x: &&usize| int(&k.full_shape()[axis]).is_some_and(|v| v % x == 0) && size * x <= max;
+        if let Some(&sz) = candidates.clone().find(fits) {
+            to_local.push((axis, sz));
+        }
+    }
+    to_local.truncate(3);
+    to_local.sort_unstable();
+    let mut deleted = 0;
+    for (axis, sz) in to_local {
+        let axis = axis - deleted;
+        let whole = k.full_shape()[axis] == sz as i64;
+        if try_opt(k, OptOps::Local, axis, sz) && whole {
+            deleted += 1;
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! The lowerer's job is indexing: it turns an optimised kernel's views into index UOps over
+//! `Special` (workgroup and thread ids) and `Range` (loop) indices, and its reduces into
+//! `Reduce` over those ranges, producing the lowered graph of `LOWERED.md`.
+//!
+//! Upcast and unroll axes never become loops or arrays: every lane of them is lowered
+//! separately with a constant index, so each lane is its own scalar UOp (a named register
+//! once rendered). Hash-consing shares whatever the lanes have in common.
+//!
+//! Invariants of the output: only scalar dtypes; every `Range` has a unique axis id (kernel axes
+//! `0..n`, the second stage of a grouped reduce `1000 + axis`); group-reduce partials go through
+//! `DefineLocal` with a `Barrier` naming every lane's store.
+
+use std::collections::HashMap;
+
+use thiserror::Error;
+use wgrad_ops::{Arg, Ops, UOp};
+use wgrad_shape::{IndexAlgebra, ShapeTracker, Sint};
+
+use crate::{Kernel, view_st};
+
+/// Why a kernel cannot be lowered.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum LowerError {
+    /// Launch dimensions must be known integers (symbolic sizes only work as loop bounds).
+    #[error("launch dimension {dim} is symbolic; only loop (reduce) axes may be symbolic")]
+    SymbolicLaunch {
+        /// The symbolic size.
+        dim: String,
+    },
+    /// The launch grid does not fit the target even after merging dimensions.
+    #[error("cannot fit {prefix} dims {dims:?} into the target's limits {max:?}")]
+    LaunchTooLarge {
+        /// `gidx` or `lidx`.
+        prefix: String,
+        /// The sizes asked for.
+        dims: Vec<i64>,
+        /// The target's maximum per dimension.
+        max: Vec<usize>,
+    },
+    /// Upcast and unroll axes must have integer sizes.
+    #[error("upcast axis {axis} has symbolic size {size}")]
+    SymbolicUpcast {
+        /// The axis.
+        axis: usize,
+        /// Its size.
+        size: String,
+    },
+    /// The AST holds a node the lowerer does not know.
+    #[error("cannot lower {op} in a kernel AST")]
+    Unexpected {
+        /// The op found.
+        op: String,
+    },
+}
+
+/// Lowers an optimised kernel to the lowered graph: a `Sink` of `Store`s.
+pub fn lower(k: &Kernel) -> Result<UOp, LowerError> {
+    let full = k.full_shape();
+    let fu = k.first_upcast();
+    let upcast_sizes = full[fu..]
+        .iter()
+        .enumerate()
+        .map(|(i, s)| s.as_int().ok_or(LowerError::SymbolicUpcast { axis: fu + i, size: s.to_string() }))
+        .collect::<Result<Vec<i64>, _>>()?;
+    let (idxs, ridxs) = loop_indices(k)?;
+    let mut lw = Lowerer { idxs, ridxs, fu, upcast_sizes, memo: HashMap::new() };
+    let ast = k.get_optimized_ast();
+    let mut stores = vec![];
+    for store in ast.src() {
+        stores.extend(lw.store_lanes(store)?);
+    }
+    Ok(UOp::sink(stores))
+}
+
+/// The index of every non-upcast axis: `(idxs, ridxs)`. They differ only on grouped-reduce
+/// axes, which are thread ids in `idxs` and loops (for reading the partials back) in `ridxs`.
+fn loop_indices(k: &Kernel) -> Result<(Vec<UOp>, Vec<UOp>), LowerError> {
+    let full = k.full_shape();
+    let (gd, fr, gfr, fu) = (k.global_dims(), k.first_reduce(), k.group_for_reduces(), k.first_upcast());
+    let t = k.target();
+    let mut idxs = if !t.has_local {
+        (0..fr).map(|i| range(&full[i], i)).collect()
+    } else if k.dont_use_locals() {
+        grouped_dims("gidx", &full[..gd], &t.max_global_size, true)?
+    } else {
+        let mut v = grouped_dims("gidx", &full[..gd], &t.max_global_size, true)?;
+        v.extend(grouped_dims("lidx", &full[gd..fr + gfr], &t.max_local_size, false)?);
+        v
+    };
+    idxs.extend((fr + gfr..fu).map(|i| range(&full[i], i)));
+    let mut ridxs = idxs.clone();
+    for a in fr..fr + gfr {
+        ridxs[a] = range(&full[a], 1000 + a);
+    }
+    Ok((idxs, ridxs))
+}
+
+fn range(size: &Sint, axis: usize) -> UOp {
+    UOp::range(&size.to_algebra::<UOp>(), axis as i64)
+}
+
+/// One `Special` per launch dimension named `{prefix}{i}`, merging neighbours until the dims
+/// fit `max` (tinygrad's `get_grouped_dims`); merged dims are recovered with `%` and `//`.
+/// With `reverse` the last axis becomes dimension 0 (the fastest-varying id).
+fn grouped_dims(prefix: &str, dims: &[Sint], max: &[usize], reverse: bool) -> Result<Vec<UOp>, LowerError> {
+    let mut sizes = dims
+        .iter()
+        .map(|d| d.as_int().ok_or(LowerError::SymbolicLaunch { dim: d.to_string() }))
+        .collect::<Result<Vec<i64>, _>>()?;
+    if reverse {
+        sizes.reverse();
+    }
+    let groups = limit_dims(&sizes, max).ok_or_else(|| LowerError::LaunchTooLarge {
+        prefix: prefix.into(),
+        dims: sizes.clone(),
+        max: max.to_vec(),
+    })?;
+    let mut out = vec![];
+    let mut next = 0;
+    for (i, group) in groups.iter().enumerate() {
+        let mut id = UOp::special(&format!("{prefix}{i}"), group.iter().map(|&j| sizes[j]).product());
+        for (n, &j) in group.iter().enumerate() {
+            out.push(if n + 1 == group.len() { id.clone() } else { id.rem(&UOp::index_const(sizes[j])) });
+            id = id.floordiv(&UOp::index_const(sizes[j]));
+        }
+        next += group.len();
+    }
+    debug_assert_eq!(next, sizes.len());
+    if reverse {
+        out.reverse();
+    }
+    Ok(out)
+}
+
+/// Which dims share each launch dimension: merge the first neighbours whose product fits,
+/// until there are few enough dims and each fits. `None` when impossible.
+fn limit_dims(sizes: &[i64], max: &[usize]) -> Option<Vec<Vec<usize>>> {
+    let mut groups: Vec<Vec<usize>> = (0..sizes.len()).map(|i| vec![i]).collect();
+    let size = |g: &Vec<usize>| g.iter().map(|&j| sizes[j]).product::<i64>();
+    let fits =
+        |g: &[Vec<usize>]| g.len() <= max.len() && g.iter().zip(max).all(|(g, &m)| size(g) <= m as i64);
+    while !fits(&groups) {
+        let i = (0..groups.len().saturating_sub(1))
+            .find(|&i| max.get(i).is_some_and(|&m| size(&groups[i]) * size(&groups[i + 1]) <= m as i64))?;
+        let merged = groups.remove(i + 1);
+        groups[i].extend(merged);
+    }
+    Some(groups)
+}
+
+struct Lowerer {
+    idxs: Vec<UOp>,
+    ridxs: Vec<UOp>,
+    fu: usize,
+    upcast_sizes: Vec<i64>,
+    memo: HashMap<(UOp, Vec<i64>), UOp>,
+}
+
+impl Lowerer {
+    /// Every lane of the upcast axes that `st` does not collapse to size 1 (others stay 0).
+    fn lanes_of(&self, st: &ShapeTracker) -> Vec<Vec<i64>> {
+        let mut lanes = vec![vec![0; self.upcast_sizes.len()]];
+        for (i, &n) in self.upcast_sizes.iter().enumerate() {
+            if st.shape()[self.fu + i] != 1 {
+                lanes = lanes.into_iter().flat_map(|l| (0..n).map(move |v| with(&l, i, v))).collect();
+            }
+        }
+        lanes
+    }
+
+    /// The lowered stores of a kernel-AST store, one per lane it writes.
+    fn store_lanes(&mut self, store: &UOp) -> Result<Vec<UOp>, LowerError> {
+        let st = view_st(&store.src()[1]).ok_or_else(|| unexpected(store))?;
+        self.lanes_of(st).iter().map(|l| self.lower(store, l)).collect()
+    }
+
+    /// All indices of one lane: the loop/thread indices, then the lane's constants.
+    fn indices(&self, base: &[UOp], lane: &[i64]) -> Vec<UOp> {
+        base.iter().cloned().chain(lane.iter().map(|&v| UOp::index_const(v))).collect()
+    }
+
+    fn lower(&mut self, u: &UOp, lane: &[i64]) -> Result<UOp, LowerError> {
+        let key = (u.clone(), lane.to_vec());
+        if let Some(done) = self.memo.get(&key) {
+            return Ok(done.clone());
+        }
+        let ret = match u.op() {
+            Ops::Load => self.lower_load(u, lane)?,
+            Ops::Store => self.lower_store(u, lane)?,
+            Ops::ReduceAxis => self.lower_reduce(u, lane)?,
+            Ops::Const if !u.src().is_empty() => {
+                let st = view_st(&u.src()[0]).ok_or_else(|| unexpected(u))?;
+                let (_, valid) = st.to_indexed::<UOp>(&self.indices(&self.idxs, lane));
+                let bare = UOp::constant(u.dtype(), u.const_value().ok_or_else(|| unexpected(u))?);
+                if valid.const_value().is_some_and(|v| v.is_truthy()) {
+                    bare
+                } else {
+                    valid.where_(&bare, &bare.const_like(0))
+                }
+            }
+            Ops::View | Ops::Sink | Ops::Range | Ops::Special | Ops::Reduce | Ops::Index => {
+                return Err(unexpected(u));
+            }
+            _ => {
+                let src = u.src().iter().map(|s| self.lower(s, lane)).collect::<Result<Vec<_>, _>>()?;
+                u.with_src(src)
+            }
+        };
+        self.memo.insert(key, ret.clone());
+        Ok(ret)
+    }
+
+    /// `Index(buf, idx[, valid])` of a buffer op through its view.
+    fn index(
+        &self,
+        buf: &UOp,
+        view: &UOp,
+        base: &[UOp],
+        lane: &[i64],
+        extra_valid: Option<UOp>,
+    ) -> Result<UOp, LowerError> {
+        let st = view_st(view).ok_or_else(|| unexpected(view))?;
+        let (idx, mut valid) = st.to_indexed::<UOp>(&self.indices(base, lane));
+        if let Some(v) = extra_valid {
+            valid = valid.and(&v);
+        }
+        let always = valid.const_value().is_some_and(|v| v.is_truthy());
+        let src = if always { vec![buf.clone(), idx] } else { vec![buf.clone(), idx, valid] };
+        Ok(UOp::new(Ops::Index, buf.dtype(), src, Arg::None))
+    }
+
+    fn lower_load(&mut self, u: &UOp, lane: &[i64]) -> Result<UOp, LowerError> {
+        let (buf, view) = (&u.src()[0], &u.src()[1]);
+        if buf.op() != Ops::DefineLocal {
+            let index = self.index(buf, view, &self.idxs, lane, None)?;
+            return Ok(UOp::load(u.dtype(), [index]));
+        }
+        // a load of workgroup memory waits for every lane's store of it
+        let store = u.src().get(2).ok_or_else(|| unexpected(u))?;
+        let stores = self.store_lanes(store)?;
+        let barrier = UOp::new(Ops::Barrier, wgrad_dtype::DType::VOID, stores, Arg::None);
+        let index = self.index(buf, view, &self.ridxs.clone(), lane, None)?;
+        Ok(UOp::load(u.dtype(), [index, barrier]))
+    }
+
+    /// A store; where its view collapses a grouped axis, only thread 0 of that axis writes.
+    fn lower_store(&mut self, u: &UOp, lane: &[i64]) -> Result<UOp, LowerError> {
+        let (buf, view) = (&u.src()[0], &u.src()[1]);
+        let st = view_st(view).ok_or_else(|| unexpected(view))?;
+        let value = self.lower(&u.src()[2], lane)?;
+        let gate = (0..self.idxs.len())
+            .filter(|&a| self.idxs[a] != self.ridxs[a] && st.shape()[a] == 1)
+            .map(|a| self.idxs[a].cmp_eq(0))
+            .reduce(|a, b| a.and(&b));
+        let index = self.index(buf, view, &self.idxs.clone(), lane, gate)?;
+        Ok(UOp::store([index, value]))
+    }
+
+    /// `Reduce` over the loop axes; unrolled axes are combined lane by lane first.
+    fn lower_reduce(&mut self, u: &UOp, lane: &[i64]) -> Result<UOp, LowerError> {
+        let Arg::ReduceAxis(op, axes) = u.arg() else { return Err(unexpected(u)) };
+        let mut lanes = vec![lane.to_vec()];
+        let mut ranges = vec![];
+        for &a in axes.iter() {
+            if a >= self.fu {
+                let (i, n) = (a - self.fu, self.upcast_sizes[a - self.fu]);
+                lanes = lanes.into_iter().flat_map(|l| (0..n).map(move |v| with(&l, i, v))).collect();
+            } else {
+                ranges.push(self.ridxs[a].clone());
+            }
+        }
+        let mut acc: Option<UOp> = None;
+        for l in &lanes {
+            let v = self.lower(&u.src()[0], l)?;
+            acc = Some(match acc {
+                None => v,
+                Some(a) => a.alu(*op, &[&v]),
+            });
+        }
+        let value = acc.ok_or_else(|| unexpected(u))?;
+        if ranges.is_empty() {
+            return Ok(value);
+        }
+        let src: Vec<UOp> = std::iter::once(value).chain(ranges).collect();
+        Ok(UOp::new(Ops::Reduce, u.dtype(), src, Arg::Op(*op)))
+    }
+}
+
+/// `lane` with position `i` set to `v`.
+fn with(lane: &[i64], i: usize, v: i64) -> Vec<i64> {
+    let mut l = lane.to_vec();
+    l[i] = v;
+    l
+}
+
+fn unexpected(u: &UOp) -> LowerError {
+    LowerError::Unexpected { op: format!("{:?}", u.op()) }
+}

@@ -1,0 +1,54 @@
+//! The codegen pipeline as one list of named steps: kernel AST -> [`Kernel`] -> opts ->
+//! lowered graph -> linear [`Program`].
+
+use thiserror::Error;
+use wgrad_ops::UOp;
+
+use crate::{
+    Kernel, LinearizeError, LowerError, Opt, OptError, Program, Target, hand_coded_optimizations, linearize,
+    lower,
+};
+
+/// Which optimisations a kernel gets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OptMode {
+    /// tinygrad's hand-coded heuristics (the default).
+    Heuristic,
+    /// None at all (`NOOPT=1`).
+    NoOpt,
+    /// Exactly these, in order (from BEAM search or a cache).
+    Given(Vec<Opt>),
+}
+
+/// Why a kernel AST could not be compiled.
+#[derive(Debug, Error)]
+pub enum CodegenError {
+    /// The AST is not a kernel, or an opt does not apply.
+    #[error(transparent)]
+    Opt(#[from] OptError),
+    /// The kernel cannot be indexed for the target.
+    #[error(transparent)]
+    Lower(#[from] LowerError),
+    /// The lowered graph cannot be ordered.
+    #[error(transparent)]
+    Linearize(#[from] LinearizeError),
+}
+
+/// Compiles a kernel AST for `target`: the optimised kernel (for DEBUG=3 printing) and its
+/// program.
+pub fn compile(
+    ast: &UOp,
+    target: &Target,
+    mode: &OptMode,
+    name: &str,
+) -> Result<(Kernel, Program), CodegenError> {
+    let mut k = Kernel::new(ast, target.clone())?;
+    match mode {
+        OptMode::Heuristic => hand_coded_optimizations(&mut k),
+        OptMode::NoOpt => {}
+        OptMode::Given(opts) => opts.iter().try_for_each(|o| k.apply_opt(*o))?,
+    }
+    let sink = lower(&k)?;
+    let program = linearize(&sink, name)?;
+    Ok((k, program))
+}

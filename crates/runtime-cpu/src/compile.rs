@@ -1,0 +1,251 @@
+//! Compiling a [`Program`] once into [`CpuProgram`]: a compact instruction array over
+//! numbered registers, with jump targets resolved.
+
+use wgrad_codegen::{BufferArg, Program};
+use wgrad_dtype::{AddrSpace, ConstValue, DType};
+use wgrad_ops::{Arg, GroupOp, Ops, UOp, UOpMap};
+use wgrad_shape::Variable;
+
+use crate::CpuError;
+
+/// Where a load or store goes: a buffer argument (by slot) or a workgroup memory.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Mem {
+    Global(usize),
+    Local(usize),
+}
+
+/// One instruction; registers and jump targets are indices.
+#[derive(Clone, Debug)]
+pub(crate) enum Inst {
+    /// `dst = gidx[dim]` (`local: false`) or `lidx[dim]`.
+    Special { dst: usize, local: bool, dim: usize },
+    /// `dst = 0`; skip to `exit` when the loop is empty.
+    Range { dst: usize, end: usize, exit: usize },
+    /// `var += 1`; back to `body` while `var < end`.
+    EndRange { var: usize, end: usize, body: usize },
+    /// `dst = src` (accumulator init and assignment).
+    Copy { dst: usize, src: usize },
+    /// `dst = op(src[..n])`.
+    Alu { op: Ops, dtype: DType, dst: usize, src: [usize; 3], n: usize },
+    /// `dst = src` converted into `dtype`.
+    Cast { dst: usize, src: usize, dtype: DType },
+    /// `dst = src`'s bits read as `to`.
+    Bitcast { dst: usize, src: usize, from: DType, to: DType },
+    /// `dst = valid ? mem[idx] : 0`.
+    Load { dst: usize, mem: Mem, idx: usize, valid: Option<usize>, dtype: DType },
+    /// `if valid { mem[idx] = value }`.
+    Store { mem: Mem, idx: usize, valid: Option<usize>, value: usize, dtype: DType },
+    /// Wait for every thread of the workgroup.
+    Barrier,
+    /// Skip to `exit` unless `cond`.
+    If { cond: usize, exit: usize },
+}
+
+/// A workgroup memory: name and element count.
+#[derive(Clone, Debug)]
+pub(crate) struct LocalMem {
+    pub name: String,
+    pub size: usize,
+}
+
+/// A [`Program`] compiled for the interpreter; compile once, run many times.
+#[derive(Clone, Debug)]
+pub struct CpuProgram {
+    pub(crate) insts: Vec<Inst>,
+    /// Initial register file: constants set, everything else zero.
+    pub(crate) registers: Vec<ConstValue>,
+    /// Registers holding variables.
+    pub(crate) vars: Vec<(usize, Variable)>,
+    pub(crate) buffers: Vec<BufferArg>,
+    pub(crate) locals: Vec<LocalMem>,
+    pub(crate) global_size: [usize; 3],
+    pub(crate) local_size: [usize; 3],
+    pub(crate) has_barrier: bool,
+}
+
+/// State of the compilation: registers, memories and open blocks.
+struct Compiler {
+    out: CpuProgram,
+    regs: UOpMap<usize>,
+    mems: UOpMap<Mem>,
+    /// Instruction index of every open `Range`/`If`.
+    blocks: UOpMap<usize>,
+}
+
+impl CpuProgram {
+    /// Compiles `program`; fails on uops the interpreter does not run.
+    pub fn new(program: &Program) -> Result<CpuProgram, CpuError> {
+        let out = CpuProgram {
+            insts: Vec::with_capacity(program.uops.len()),
+            registers: Vec::new(),
+            vars: Vec::new(),
+            buffers: program.buffers.clone(),
+            locals: Vec::new(),
+            global_size: program.global_size,
+            local_size: program.local_size,
+            has_barrier: false,
+        };
+        let mut c =
+            Compiler { out, regs: UOpMap::default(), mems: UOpMap::default(), blocks: UOpMap::default() };
+        for (index, u) in program.uops.iter().enumerate() {
+            c.uop(index, u)?;
+        }
+        Ok(c.out)
+    }
+
+    /// The buffer arguments it takes, in order.
+    pub fn buffers(&self) -> &[BufferArg] {
+        &self.buffers
+    }
+}
+
+impl Compiler {
+    fn reg(&self, index: usize, u: &UOp) -> Result<usize, CpuError> {
+        self.regs.get(u).copied().ok_or(CpuError::Order { index })
+    }
+
+    fn new_reg(&mut self, u: &UOp, init: ConstValue) -> usize {
+        let r = self.out.registers.len();
+        self.out.registers.push(init);
+        self.regs.insert(u.clone(), r);
+        r
+    }
+
+    fn block(&mut self, index: usize, u: &UOp) -> Result<usize, CpuError> {
+        self.blocks.remove(u).ok_or(CpuError::Order { index })
+    }
+
+    /// The memory, index and validity registers of the pointer a load or store goes through.
+    fn access(&self, index: usize, ptr: &UOp) -> Result<(Mem, usize, Option<usize>), CpuError> {
+        let unsupported = CpuError::Unsupported { index, op: ptr.op() };
+        if ptr.op() != Ops::Index {
+            return Err(unsupported);
+        }
+        let mem = *self.mems.get(&ptr.src()[0]).ok_or(unsupported)?;
+        let idx = self.reg(index, &ptr.src()[1])?;
+        let valid = ptr.src().get(2).map(|v| self.reg(index, v)).transpose()?;
+        Ok((mem, idx, valid))
+    }
+
+    fn uop(&mut self, index: usize, u: &UOp) -> Result<(), CpuError> {
+        let unsupported = CpuError::Unsupported { index, op: u.op() };
+        if u.dtype().count() > 1 {
+            return Err(unsupported);
+        }
+        let dtype = u.dtype();
+        let src: &[UOp] = u.src();
+        let inst = match u.op() {
+            Ops::Const => {
+                self.new_reg(u, u.arg().as_const().ok_or(unsupported)?);
+                return Ok(());
+            }
+            Ops::DefineVar => {
+                let Arg::Var(v) = u.arg() else { return Err(unsupported) };
+                let r = self.new_reg(u, ConstValue::Int(0));
+                self.out.vars.push((r, v.clone()));
+                return Ok(());
+            }
+            Ops::DefineGlobal => {
+                let slot = u.arg().as_int().and_then(|s| usize::try_from(s).ok()).ok_or(unsupported)?;
+                self.mems.insert(u.clone(), Mem::Global(slot));
+                return Ok(());
+            }
+            Ops::DefineLocal => {
+                let size = dtype.ptr_size().filter(|_| dtype.addr_space() == Some(AddrSpace::Local));
+                let size = size.ok_or(unsupported)?;
+                self.mems.insert(u.clone(), Mem::Local(self.out.locals.len()));
+                self.out.locals.push(LocalMem { name: u.arg().to_string(), size });
+                return Ok(());
+            }
+            // pointers are resolved by the loads and stores that use them
+            Ops::Index | Ops::Sink | Ops::Noop => return Ok(()),
+            Ops::EndIf => {
+                let start = self.block(index, &src[0])?;
+                let exit = self.out.insts.len();
+                if let Inst::If { exit: e, .. } = &mut self.out.insts[start] {
+                    *e = exit;
+                }
+                return Ok(());
+            }
+            Ops::Special => {
+                let Arg::Special(name, _) = u.arg() else { return Err(unsupported) };
+                let local = name.starts_with("lidx");
+                let dim = name
+                    .get(4..)
+                    .and_then(|d| d.parse().ok())
+                    .filter(|&d: &usize| d < 3)
+                    .ok_or(unsupported)?;
+                Inst::Special { dst: self.new_reg(u, ConstValue::Int(0)), local, dim }
+            }
+            Ops::Range => {
+                let end = self.reg(index, &src[0])?;
+                self.blocks.insert(u.clone(), self.out.insts.len());
+                Inst::Range { dst: self.new_reg(u, ConstValue::Int(0)), end, exit: 0 }
+            }
+            Ops::EndRange => {
+                let start = self.block(index, &src[0])?;
+                let (var, end) = (self.reg(index, &src[0])?, self.reg(index, &src[0].src()[0])?);
+                let exit = self.out.insts.len() + 1;
+                if let Inst::Range { exit: e, .. } = &mut self.out.insts[start] {
+                    *e = exit;
+                }
+                Inst::EndRange { var, end, body: start + 1 }
+            }
+            Ops::If => {
+                self.blocks.insert(u.clone(), self.out.insts.len());
+                Inst::If { cond: self.reg(index, &src[0])?, exit: 0 }
+            }
+            Ops::DefineAcc => {
+                let init = self.reg(index, &src[0])?;
+                Inst::Copy { dst: self.new_reg(u, ConstValue::Int(0)), src: init }
+            }
+            Ops::Assign => {
+                let dst = self.reg(index, &src[0])?;
+                self.regs.insert(u.clone(), dst);
+                Inst::Copy { dst, src: self.reg(index, &src[1])? }
+            }
+            Ops::Cast => {
+                Inst::Cast { src: self.reg(index, &src[0])?, dst: self.new_reg(u, ConstValue::Int(0)), dtype }
+            }
+            Ops::Bitcast => {
+                let from = src[0].dtype();
+                Inst::Bitcast {
+                    src: self.reg(index, &src[0])?,
+                    dst: self.new_reg(u, ConstValue::Int(0)),
+                    from,
+                    to: dtype,
+                }
+            }
+            Ops::Load => {
+                let (mem, idx, valid) = self.access(index, &src[0])?;
+                Inst::Load { dst: self.new_reg(u, ConstValue::Int(0)), mem, idx, valid, dtype }
+            }
+            Ops::Store => {
+                let (mem, idx, valid) = self.access(index, &src[0])?;
+                let value = self.reg(index, src.last().ok_or(unsupported)?)?;
+                Inst::Store { mem, idx, valid, value, dtype: src[0].dtype().base().scalar_dtype() }
+            }
+            Ops::Barrier => {
+                self.out.has_barrier = true;
+                Inst::Barrier
+            }
+            op if GroupOp::ALU.contains(op) => {
+                let mut regs = [0; 3];
+                for (r, s) in regs.iter_mut().zip(src) {
+                    *r = self.reg(index, s)?;
+                }
+                Inst::Alu {
+                    op,
+                    dtype,
+                    dst: self.new_reg(u, ConstValue::Int(0)),
+                    src: regs,
+                    n: src.len().min(3),
+                }
+            }
+            _ => return Err(unsupported),
+        };
+        self.out.insts.push(inst);
+        Ok(())
+    }
+}
