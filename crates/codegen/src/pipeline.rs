@@ -2,7 +2,7 @@
 //! lowered graph -> linear [`Program`].
 
 use thiserror::Error;
-use wgrad_ops::UOp;
+use wgrad_ops::{OpsError, UOp, verify};
 
 use crate::{
     Kernel, LinearizeError, LowerError, Opt, OptError, Program, Target, hand_coded_optimizations, linearize,
@@ -23,6 +23,9 @@ pub enum OptMode {
 /// Why a kernel AST could not be compiled.
 #[derive(Debug, Error)]
 pub enum CodegenError {
+    /// The AST breaks the IR's type rules; the error names the offending node.
+    #[error("malformed kernel AST: {0}")]
+    Spec(#[from] OpsError),
     /// The AST is not a kernel, or an opt does not apply.
     #[error(transparent)]
     Opt(#[from] OptError),
@@ -42,6 +45,7 @@ pub fn compile(
     mode: &OptMode,
     name: &str,
 ) -> Result<(Kernel, Program), CodegenError> {
+    verify(ast)?;
     let mut k = Kernel::new(ast, target.clone())?;
     match mode {
         OptMode::Heuristic => hand_coded_optimizations(&mut k),
