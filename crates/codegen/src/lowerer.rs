@@ -99,8 +99,10 @@ fn range(size: &Sint, axis: usize) -> UOp {
     UOp::range(&size.to_algebra::<UOp>(), axis as i64)
 }
 
-/// One `Special` per launch dimension named `{prefix}{i}`, merging neighbours until the dims
-/// fit `max` (tinygrad's `get_grouped_dims`); merged dims are recovered with `%` and `//`.
+/// One `Special` per launch dimension named `{prefix}{i}`, fitting the dims into `max`
+/// (tinygrad's `get_grouped_dims`): neighbours are merged while there are too many dims or one
+/// is too large, then a dim still too large is split by an exact divisor into a spare launch
+/// dimension. Merged dims are recovered with `%` and `//`, split ones as `hi * lo_size + lo`.
 /// With `reverse` the last axis becomes dimension 0 (the fastest-varying id).
 fn grouped_dims(prefix: &str, dims: &[Sint], max: &[usize], reverse: bool) -> Result<Vec<UOp>, LowerError> {
     let mut sizes = dims
@@ -110,42 +112,66 @@ fn grouped_dims(prefix: &str, dims: &[Sint], max: &[usize], reverse: bool) -> Re
     if reverse {
         sizes.reverse();
     }
-    let groups = limit_dims(&sizes, max).ok_or_else(|| LowerError::LaunchTooLarge {
-        prefix: prefix.into(),
-        dims: sizes.clone(),
-        max: max.to_vec(),
-    })?;
+    let too_large =
+        || LowerError::LaunchTooLarge { prefix: prefix.into(), dims: sizes.clone(), max: max.to_vec() };
+    let launch = fit_dims(&sizes, max).ok_or_else(too_large)?;
     let mut out = vec![];
-    let mut next = 0;
-    for (i, group) in groups.iter().enumerate() {
-        let mut id = UOp::special(&format!("{prefix}{i}"), group.iter().map(|&j| sizes[j]).product());
+    let mut slot = 0;
+    for (group, split) in &launch {
+        let special = |slot: usize, size: i64| UOp::special(&format!("{prefix}{slot}"), size);
+        let total: i64 = group.iter().map(|&j| sizes[j]).product();
+        let mut id = match split {
+            None => special(slot, total),
+            Some(lo) => {
+                slot += 1;
+                special(slot - 1, total / lo).mul(&UOp::index_const(*lo)).add(&special(slot, *lo))
+            }
+        };
+        slot += 1;
         for (n, &j) in group.iter().enumerate() {
             out.push(if n + 1 == group.len() { id.clone() } else { id.rem(&UOp::index_const(sizes[j])) });
             id = id.floordiv(&UOp::index_const(sizes[j]));
         }
-        next += group.len();
     }
-    debug_assert_eq!(next, sizes.len());
     if reverse {
         out.reverse();
     }
     Ok(out)
 }
 
-/// Which dims share each launch dimension: merge the first neighbours whose product fits,
-/// until there are few enough dims and each fits. `None` when impossible.
-fn limit_dims(sizes: &[i64], max: &[usize]) -> Option<Vec<Vec<usize>>> {
-    let mut groups: Vec<Vec<usize>> = (0..sizes.len()).map(|i| vec![i]).collect();
+/// How `sizes` map onto launch dimensions: each entry is a group of merged dims and, when the
+/// group is split over two launch dimensions, the size of the second. `None` when impossible.
+fn fit_dims(sizes: &[i64], max: &[usize]) -> Option<Vec<(Vec<usize>, Option<i64>)>> {
     let size = |g: &Vec<usize>| g.iter().map(|&j| sizes[j]).product::<i64>();
+    let mut groups: Vec<Vec<usize>> = (0..sizes.len()).map(|i| vec![i]).collect();
     let fits =
         |g: &[Vec<usize>]| g.len() <= max.len() && g.iter().zip(max).all(|(g, &m)| size(g) <= m as i64);
     while !fits(&groups) {
-        let i = (0..groups.len().saturating_sub(1))
-            .find(|&i| max.get(i).is_some_and(|&m| size(&groups[i]) * size(&groups[i + 1]) <= m as i64))?;
+        let Some(i) = (0..groups.len().saturating_sub(1))
+            .find(|&i| max.get(i).is_some_and(|&m| size(&groups[i]) * size(&groups[i + 1]) <= m as i64))
+        else {
+            break;
+        };
         let merged = groups.remove(i + 1);
         groups[i].extend(merged);
     }
-    Some(groups)
+    let mut launch = vec![];
+    let mut slot = 0;
+    for g in groups {
+        let total = size(&g);
+        let m = *max.get(slot)? as i64;
+        let split = if total <= m {
+            None
+        } else {
+            let next = *max.get(slot + 1)? as i64;
+            let lo = (2..=next.min(total)).find(|lo| total % lo == 0 && total / lo <= m)?;
+            slot += 1;
+            Some(lo)
+        };
+        slot += 1;
+        launch.push((g, split));
+    }
+    (slot <= max.len()).then_some(launch)
 }
 
 struct Lowerer {

@@ -63,3 +63,21 @@ fn malformed_ast_names_the_node() {
     assert_eq!(node.op(), Ops::Add);
     assert!(err.to_string().contains("ADD"), "{err}");
 }
+
+#[test]
+fn oversize_launch_dims_are_split_to_fit() {
+    // 32M elements with 256-thread workgroups need 131072 workgroups: more than 65535 per dim
+    let n = 1 << 25;
+    let a = UOp::load(DType::F32, [UOp::define_global(DType::F32, 1), view(&[n])]);
+    let ast = UOp::sink([UOp::store([UOp::define_global(DType::F32, 0), view(&[n]), &a + &a])]);
+    let opts = OptMode::Given(vec![wgrad_codegen::Opt::new(wgrad_codegen::OptOps::Local, 0, 256)]);
+    let (_, p) = compile(&ast, &Target::generic_gpu(), &opts, "e").unwrap();
+    assert!(p.global_size.iter().all(|&g| g <= 65535), "{:?}", p.global_size);
+    assert_eq!(p.global_size.iter().product::<usize>() * p.local_size.iter().product::<usize>(), n as usize);
+    // a prime count of workgroups over the limit cannot be split exactly: a typed refusal
+    let prime = 65537;
+    let b = UOp::load(DType::F32, [UOp::define_global(DType::F32, 1), view(&[prime])]);
+    let ast = UOp::sink([UOp::store([UOp::define_global(DType::F32, 0), view(&[prime]), b])]);
+    let err = compile(&ast, &Target::generic_gpu(), &OptMode::NoOpt, "p").unwrap_err();
+    assert!(matches!(err, CodegenError::Lower(wgrad_codegen::LowerError::LaunchTooLarge { .. })), "{err}");
+}
