@@ -52,6 +52,17 @@ impl ConstValue {
         self.wrapping_bits(true) as i64
     }
 
+    /// The value as an i128, wide enough for every integer dtype exactly (floats truncate
+    /// toward zero and saturate; NaN gives 0).
+    pub fn to_i128(self) -> i128 {
+        match self {
+            ConstValue::Bool(b) => i128::from(b),
+            ConstValue::Int(i) => i128::from(i),
+            ConstValue::UInt(u) => i128::from(u),
+            ConstValue::Float(f) => f as i128,
+        }
+    }
+
     /// Whether the value is non-zero (NaN counts as true, as in C).
     pub fn is_truthy(self) -> bool {
         match self {

@@ -49,18 +49,13 @@ fn is_float(c: ConstValue) -> bool {
     matches!(c, ConstValue::Float(_))
 }
 
-fn int(c: ConstValue) -> i128 {
-    match c {
-        ConstValue::Bool(b) => i128::from(b),
-        ConstValue::Int(i) => i128::from(i),
-        ConstValue::UInt(u) => i128::from(u),
-        ConstValue::Float(f) => f as i128,
-    }
-}
-
 /// Ordering of two values; `None` when a NaN is involved.
 fn compare(a: ConstValue, b: ConstValue) -> Option<std::cmp::Ordering> {
-    if is_float(a) || is_float(b) { a.to_f64().partial_cmp(&b.to_f64()) } else { Some(int(a).cmp(&int(b))) }
+    if is_float(a) || is_float(b) {
+        a.to_f64().partial_cmp(&b.to_f64())
+    } else {
+        Some(a.to_i128().cmp(&b.to_i128()))
+    }
 }
 
 fn wrap(v: i128, dt: DType) -> ConstValue {
@@ -107,8 +102,8 @@ fn bool_alu(op: Ops, v: &[ConstValue]) -> bool {
 
 /// Integer ops on exact values; the caller wraps the result to the dtype.
 fn int_alu(op: Ops, dt: DType, v: &[ConstValue]) -> i128 {
-    let a = int(v[0]);
-    let b = v.get(1).map_or(0, |&c| int(c));
+    let a = v[0].to_i128();
+    let b = v.get(1).map_or(0, |&c| c.to_i128());
     let shift = (b & (dt.itemsize() as i128 * 8 - 1)) as u32;
     match op {
         Ops::Add => a.wrapping_add(b),
@@ -144,7 +139,7 @@ fn int_alu(op: Ops, dt: DType, v: &[ConstValue]) -> i128 {
             }
         }
         Ops::Trunc => a,
-        Ops::MulAcc => a.wrapping_mul(b).wrapping_add(int(v[2])),
+        Ops::MulAcc => a.wrapping_mul(b).wrapping_add(v[2].to_i128()),
         // transcendental ops on integers go through f64 and truncate
         _ => float_alu(op, DType::F64, v).map_or(0, |f| f as i128),
     }

@@ -20,15 +20,6 @@ pub(crate) enum Bounds {
     None,
 }
 
-fn int_value(c: ConstValue) -> i128 {
-    match c {
-        ConstValue::Bool(b) => i128::from(b),
-        ConstValue::Int(i) => i128::from(i),
-        ConstValue::UInt(u) => i128::from(u),
-        ConstValue::Float(f) => f as i128,
-    }
-}
-
 /// The full range of `dtype`.
 fn full(dtype: DType) -> Bounds {
     if dtype.is_ptr() || dtype.scalar_dtype() == DType::VOID {
@@ -36,7 +27,7 @@ fn full(dtype: DType) -> Bounds {
     } else if dtype.is_float() {
         Bounds::Float(f64::NEG_INFINITY, f64::INFINITY)
     } else {
-        Bounds::Int(int_value(dtype.min_value()), int_value(dtype.max_value()))
+        Bounds::Int(dtype.min_value().to_i128(), dtype.max_value().to_i128())
     }
 }
 
@@ -78,7 +69,7 @@ fn corners(a: (i128, i128), b: (i128, i128), f: impl Fn(i128, i128) -> Option<i1
 fn int_bounds(op: Ops, src: &[UOp], arg: &Arg) -> Option<(i128, i128)> {
     let s = |i: usize| src.get(i).and_then(ib);
     match op {
-        Ops::Const => arg.as_const().map(|c| (int_value(c), int_value(c))),
+        Ops::Const => arg.as_const().map(|c| (c.to_i128(), c.to_i128())),
         Ops::DefineVar => match arg {
             Arg::Var(v) => Some((i128::from(v.min()), i128::from(v.max()))),
             _ => None,

@@ -55,12 +55,7 @@ impl UOp {
 
     /// The value of an integer `Const` (any int or bool dtype).
     pub fn const_int(&self) -> Option<i128> {
-        match self.const_value()? {
-            ConstValue::Bool(b) => Some(i128::from(b)),
-            ConstValue::Int(i) => Some(i128::from(i)),
-            ConstValue::UInt(u) => Some(i128::from(u)),
-            ConstValue::Float(_) => None,
-        }
+        self.const_value().filter(|c| !matches!(c, ConstValue::Float(_))).map(ConstValue::to_i128)
     }
 
     /// This UOp with other sources.

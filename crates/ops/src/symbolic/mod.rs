@@ -27,18 +27,9 @@ fn cint(u: &UOp) -> Option<i128> {
 
 /// The integer constant `v` in `like`'s dtype, if `v` fits it (no wrapping).
 fn fits(like: &UOp, v: i128) -> Option<UOp> {
-    let lo = int(like.dtype().min_value());
-    let hi = int(like.dtype().max_value());
+    let lo = like.dtype().min_value().to_i128();
+    let hi = like.dtype().max_value().to_i128();
     (lo <= v && v <= hi).then(|| like.const_like(ConstValue::Int(v as i64)))
-}
-
-fn int(c: ConstValue) -> i128 {
-    match c {
-        ConstValue::Bool(b) => i128::from(b),
-        ConstValue::Int(i) => i128::from(i),
-        ConstValue::UInt(u) => i128::from(u),
-        ConstValue::Float(f) => f as i128,
-    }
 }
 
 /// The terms of a sum: `(a+b)+c -> [a, b, c]`.
