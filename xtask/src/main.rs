@@ -32,12 +32,13 @@ fn main() -> ExitCode {
     if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
-/// The workspace root (the parent of this crate's directory).
+/// The workspace root (the parent of this crate's directory). `cargo run` sets
+/// `CARGO_MANIFEST_DIR` at run time too; preferring it keeps a binary built in another checkout
+/// that shares the target dir pointed at this one.
 fn workspace_root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives in the workspace")
-        .to_path_buf()
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")), std::path::PathBuf::from);
+    manifest_dir.parent().expect("xtask lives in the workspace").to_path_buf()
 }
 
 /// A `cargo` command run from the workspace root.
