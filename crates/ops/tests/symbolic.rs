@@ -183,6 +183,11 @@ fn division_and_modulo() {
     case!(c, (&x * 16 + &z * 4 + 2) % 4 => "2");
     case!(c, (&x * 16 + &z * 4 + 2).idiv(4) => "((x*4)+z)");
     case!(c, ((&x * 16 + &z * 4 + 2).idiv(4)) % 4 => "z");
+    // a zero numerator over a divisor that may be zero or negative stays put (the sign flip used
+    // to rewrite 0//d into -(0//d) forever)
+    let d = v("d", -4, 4);
+    case!(c, (&x * 0).idiv(&d) => "(0//d)");
+    case!(c, (&x * 0) % &d => "(0%d)");
     c.done();
 }
 

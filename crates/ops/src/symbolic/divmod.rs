@@ -151,7 +151,7 @@ fn merge_div_offset(x: &UOp, c: &UOp, a: &UOp, d: &UOp, inner: &UOp) -> Option<U
     Some((x + &fits(x, av.checked_mul(cv)?)?).idiv(fits(x, cv.checked_mul(dv)?)?))
 }
 
-/// `x // d` with `d <= 0` or `x <= 0`: flip signs so the operands are non-negative.
+/// `x // d` with `d < 0` or `x < 0`: flip signs so the operands are non-negative.
 fn div_flip_sign(x: &UOp, d: &UOp) -> Option<UOp> {
     let ((_, x1), (_, d1)) = (x.int_bounds()?, d.int_bounds()?);
     if x.dtype().is_unsigned() {
@@ -159,14 +159,14 @@ fn div_flip_sign(x: &UOp, d: &UOp) -> Option<UOp> {
     }
     if d1 < 0 {
         Some(-&x.idiv(-d))
-    } else if x1 <= 0 && d1 > 0 {
+    } else if x1 < 0 && d1 > 0 {
         Some(-&(-x).idiv(d))
     } else {
         None
     }
 }
 
-/// `x % d` with `d < 0` (`x % -d`, same in C) or `x <= 0` (`-((-x) % d)`).
+/// `x % d` with `d < 0` (`x % -d`, same in C) or `x < 0` (`-((-x) % d)`).
 fn mod_flip_sign(x: &UOp, d: &UOp) -> Option<UOp> {
     let ((_, x1), (_, d1)) = (x.int_bounds()?, d.int_bounds()?);
     if x.dtype().is_unsigned() {
@@ -174,7 +174,7 @@ fn mod_flip_sign(x: &UOp, d: &UOp) -> Option<UOp> {
     }
     if d1 < 0 {
         Some(x % &(-d))
-    } else if x1 <= 0 && d1 > 0 && x1 < 0 {
+    } else if x1 < 0 && d1 > 0 {
         Some(-&((-x) % d))
     } else {
         None
