@@ -85,6 +85,17 @@ fn elementwise_upcasts_the_broadcast_axis() {
 }
 
 #[test]
+fn contiguous_elementwise_is_upcast_for_vectors_and_widened_without() {
+    let ast = store_ast(st(&[4096]), load(1, st(&[4096])) + load(2, st(&[4096])));
+    let vectors = optimized(&ast, Target::generic_gpu());
+    assert_eq!(vectors.applied_opts(), opts(&[(Upcast, 0, 4), (Local, 0, 32)]));
+    // scalar lanes would only break up coalesced loads: no upcast, a 256-thread workgroup
+    let scalar = optimized(&ast, Target { vector_widths: vec![1], ..Target::generic_gpu() });
+    assert_eq!(scalar.applied_opts(), opts(&[(Local, 0, 256)]));
+    assert_eq!(scalar.describe(), "(16 | 256) global/local");
+}
+
+#[test]
 fn masked_small_axes_are_upcast_whole() {
     let x = load(1, padded(st(&[3, 256]), &[(0, 1), (0, 0)]));
     let k = optimized(&store_ast(st(&[4, 256]), x), Target::generic_gpu());
