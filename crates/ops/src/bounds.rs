@@ -116,7 +116,7 @@ fn int_bounds(op: Ops, src: &[UOp], arg: &Arg) -> Option<(i128, i128)> {
         }
         Ops::Shr => {
             let ((a0, a1), (b0, b1)) = (s(0)?, s(1)?);
-            (a0 >= 0 && b0 == b1 && (0..64).contains(&b0)).then_some((a0 >> b0, a1 >> b0))
+            (a0 >= 0 && b0 == b1 && (0..64).contains(&b0)).then(|| (a0 >> b0, a1 >> b0))
         }
         Ops::Shl => {
             let ((a0, a1), (b0, b1)) = (s(0)?, s(1)?);

@@ -151,15 +151,20 @@ fn merge_div_offset(x: &UOp, c: &UOp, a: &UOp, d: &UOp, inner: &UOp) -> Option<U
     Some((x + &fits(x, av.checked_mul(cv)?)?).idiv(fits(x, cv.checked_mul(dv)?)?))
 }
 
+/// Whether `-u` cannot overflow: `u` never takes its dtype's minimum (which negates to itself).
+fn negatable(u: &UOp) -> bool {
+    u.int_bounds().is_some_and(|(lo, _)| lo > u.dtype().min_value().to_i128())
+}
+
 /// `x // d` with `d < 0` or `x < 0`: flip signs so the operands are non-negative.
 fn div_flip_sign(x: &UOp, d: &UOp) -> Option<UOp> {
     let ((_, x1), (_, d1)) = (x.int_bounds()?, d.int_bounds()?);
     if x.dtype().is_unsigned() {
         return None;
     }
-    if d1 < 0 {
+    if d1 < 0 && negatable(d) {
         Some(-&x.idiv(-d))
-    } else if x1 < 0 && d1 > 0 {
+    } else if x1 < 0 && d1 > 0 && negatable(x) {
         Some(-&(-x).idiv(d))
     } else {
         None
@@ -172,9 +177,9 @@ fn mod_flip_sign(x: &UOp, d: &UOp) -> Option<UOp> {
     if x.dtype().is_unsigned() {
         return None;
     }
-    if d1 < 0 {
+    if d1 < 0 && negatable(d) {
         Some(x % &(-d))
-    } else if x1 < 0 && d1 > 0 {
+    } else if x1 < 0 && d1 > 0 && negatable(x) {
         Some(-&((-x) % d))
     } else {
         None
