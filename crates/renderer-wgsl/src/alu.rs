@@ -1,0 +1,203 @@
+//! ALU ops as WGSL expressions with `exec_alu` semantics (see `wgrad_ops::exec_alu`):
+//! operators where WGSL already agrees, helpers where it does not (NaN-propagating `max`,
+//! precise transcendentals, float-to-int conversions, integer powers), and re-wrapping or
+//! re-rounding of narrow dtypes after every op that can leave them. Ops on known values, and
+//! ops whose result is a constant (integer `sin`: |sin(x)| < 1 truncates to 0; `x % 0`), are
+//! folded with `exec_alu` itself (WGSL rejects overflow and division by zero at compile time).
+
+use wgrad_dtype::{ConstValue, DType};
+use wgrad_ops::{GroupOp, OpSet, Ops, UOp, exec_alu};
+
+use crate::RenderError;
+use crate::helpers::Helper;
+use crate::literal::literal;
+use crate::types::Reg;
+use crate::writer::Writer;
+
+/// Float ops whose result a narrow float dtype must be rounded after (the others are exact).
+const ROUNDED: OpSet = GroupOp::ALU.minus(OpSet::of(&[Ops::Max, Ops::Neg, Ops::Trunc, Ops::Where]));
+/// Ops native f16 arithmetic gets right; the rest go through the f32 helpers.
+const NATIVE_F16: OpSet =
+    OpSet::of(&[Ops::Add, Ops::Sub, Ops::Mul, Ops::Fdiv, Ops::Neg, Ops::Trunc, Ops::CmpLt, Ops::CmpNe]);
+/// Integer ops that can leave a narrow dtype's range.
+const WRAPPED: OpSet = OpSet::of(&[
+    Ops::Add,
+    Ops::Sub,
+    Ops::Mul,
+    Ops::Neg,
+    Ops::Shl,
+    Ops::MulAcc,
+    Ops::Pow,
+    Ops::Idiv,
+    Ops::Fdiv,
+    Ops::Exp2,
+]);
+
+/// An ALU op rendered: an expression, or a value known at render time.
+pub(crate) enum Value {
+    Expr(String),
+    Known(ConstValue),
+}
+
+impl Writer<'_> {
+    /// ALU uop `u` (uop `index`): folded with `exec_alu` when its sources are known or its
+    /// result does not depend on them, else its expression.
+    pub(crate) fn alu(&mut self, index: usize, u: &UOp) -> Result<Value, RenderError> {
+        let unsupported = |reason| RenderError::UnsupportedOp { index, op: u.op(), reason };
+        let op = u.op();
+        let operand = if GroupOp::COMPARISON.contains(op) { u.src()[0].dtype() } else { u.dtype() };
+        let known: Option<Vec<ConstValue>> = u.src().iter().map(|s| self.known(s)).collect();
+        let zero_divisor = u.src().get(1).and_then(|s| self.known(s)).is_some_and(|c| !c.is_truthy());
+        let constant = (operand.is_int() && (op == Ops::Sin || (op == Ops::Mod && zero_divisor)))
+            || (operand.is_bool() && matches!(op, Ops::Recip | Ops::Exp2 | Ops::Mod | Ops::Sin));
+        let operands = match known {
+            Some(values) => Some(values),
+            // the result does not depend on the operands: evaluate it on zeros
+            None if constant => Some(u.src().iter().map(|s| ConstValue::Int(0).cast(s.dtype())).collect()),
+            None => None,
+        };
+        if let Some(values) = operands {
+            let value = exec_alu(op, u.dtype(), &values).map_err(|_| unsupported("exec_alu refuses it"))?;
+            return Ok(Value::Known(value));
+        }
+        let x = (0..u.src().len()).map(|i| self.src(index, u, i)).collect::<Result<Vec<_>, _>>()?;
+        if op == Ops::Where {
+            return Ok(Value::Expr(format!("select({}, {}, {})", x[2], x[1], x[0])));
+        }
+        Ok(Value::Expr(match self.reg(operand) {
+            Reg::Bool => bool_alu(op, &x),
+            Reg::F32 | Reg::F16 => {
+                let may_be_nan: Vec<bool> =
+                    u.src().iter().map(|s| self.known(s).is_none_or(|c| c.to_f64().is_nan())).collect();
+                self.float_alu(op, operand, &x, &may_be_nan).ok_or(unsupported("not an op on floats"))?
+            }
+            _ => self.int_alu(op, operand, u, &x, zero_divisor),
+        }))
+    }
+
+    /// A float op on operands of `dtype` (`may_be_nan` per operand), rounded back to it when
+    /// it is narrow.
+    fn float_alu(&mut self, op: Ops, dtype: DType, x: &[String], may_be_nan: &[bool]) -> Option<String> {
+        let native = self.reg(dtype) == Reg::F16;
+        let widened: Vec<String> =
+            if native { x.iter().map(|a| format!("f32({a})")).collect() } else { x.to_vec() };
+        if op == Ops::CmpLt {
+            // `<` is already false with a NaN; the explicit checks keep device compilers from
+            // turning `select(b, a, a < b)` into a NaN-ignoring min or max (NVIDIA's does)
+            let is_nan = self.helpers.call(Helper::IsNan);
+            let guards =
+                widened.iter().zip(may_be_nan).filter(|(_, m)| **m).map(|(a, _)| format!("!{is_nan}({a})"));
+            return Some(
+                std::iter::once(format!("{} < {}", x[0], x[1]))
+                    .chain(guards)
+                    .collect::<Vec<_>>()
+                    .join(" && "),
+            );
+        }
+        if op == Ops::MulAcc && dtype != DType::F32 {
+            // exec_alu rounds the product to the dtype before adding (and f32 holds a product of
+            // two narrow values exactly); native f16 would fuse it
+            let round =
+                self.helpers.call(if dtype == DType::BF16 { Helper::RoundBf16 } else { Helper::RoundF16 });
+            let sum = format!("{round}({} * {}) + {}", widened[0], widened[1], widened[2]);
+            return Some(self.fit_float(dtype, sum));
+        }
+        if native && !NATIVE_F16.contains(op) {
+            let value = self.f32_op(op, &widened)?;
+            return Some(if GroupOp::COMPARISON.contains(op) { value } else { self.fit_float(dtype, value) });
+        }
+        let value = self.f32_op(op, x)?;
+        if native || !ROUNDED.contains(op) || GroupOp::COMPARISON.contains(op) {
+            return Some(value);
+        }
+        Some(self.fit_float(dtype, value))
+    }
+
+    /// A float op on f32 (or native f16) operands.
+    fn f32_op(&mut self, op: Ops, x: &[String]) -> Option<String> {
+        let mut call = |h: Helper| format!("{}({})", self.helpers.call(h), x.join(", "));
+        Some(match op {
+            Ops::Add => format!("{} + {}", x[0], x[1]),
+            Ops::Sub => format!("{} - {}", x[0], x[1]),
+            Ops::Mul => format!("{} * {}", x[0], x[1]),
+            Ops::Fdiv => format!("{} / {}", x[0], x[1]),
+            Ops::Idiv => call(Helper::FloatIdiv),
+            Ops::Mod => call(Helper::FloatMod),
+            Ops::MulAcc => format!("{} * {} + {}", x[0], x[1], x[2]),
+            Ops::Neg => format!("-{}", x[0]),
+            Ops::Trunc => format!("trunc({})", x[0]),
+            // `!=` is an ordered comparison in WGSL (false with a NaN); exec_alu says true
+            Ops::CmpNe => format!("!({} == {})", x[0], x[1]),
+            Ops::Max => call(Helper::MaxNan),
+            Ops::Exp2 => call(Helper::Exp2),
+            Ops::Log2 => call(Helper::Log2),
+            Ops::Sin => call(Helper::Sin),
+            Ops::Sqrt => call(Helper::Sqrt),
+            Ops::Recip => call(Helper::Recip),
+            Ops::Pow => call(Helper::Pow),
+            _ => return None,
+        })
+    }
+
+    /// An integer op on register operands of `dtype`, wrapped back to it when it is narrow.
+    fn int_alu(&mut self, op: Ops, dtype: DType, u: &UOp, x: &[String], zero_divisor: bool) -> String {
+        let reg = self.reg(dtype);
+        let width = dtype.scalar().bits();
+        let amount = u.src().get(1).and_then(|s| self.known(s)).map(ConstValue::to_i128);
+        let shift = |x: &str| match amount {
+            Some(c) => format!("{}u", c & i128::from(width - 1)),
+            None => format!("u32({x} & {})", width - 1),
+        };
+        let value = match op {
+            Ops::Add => format!("{} + {}", x[0], x[1]),
+            Ops::Sub => format!("{} - {}", x[0], x[1]),
+            Ops::Mul => format!("{} * {}", x[0], x[1]),
+            // x / 0 == x in WGSL and exec_alu; a constant 0 divisor is an error in WGSL
+            Ops::Idiv | Ops::Fdiv if zero_divisor => x[0].clone(),
+            Ops::Idiv | Ops::Fdiv => format!("{} / {}", x[0], x[1]),
+            Ops::Mod => format!("{} % {}", x[0], x[1]),
+            Ops::Max => format!("max({}, {})", x[0], x[1]),
+            Ops::And => format!("{} & {}", x[0], x[1]),
+            Ops::Or => format!("{} | {}", x[0], x[1]),
+            Ops::Xor => format!("{} ^ {}", x[0], x[1]),
+            Ops::Shl => format!("{} << {}", x[0], shift(&x[1])),
+            Ops::Shr => format!("{} >> {}", x[0], shift(&x[1])),
+            Ops::CmpLt => format!("{} < {}", x[0], x[1]),
+            Ops::CmpNe => format!("{} != {}", x[0], x[1]),
+            Ops::Neg if reg.is_signed() => format!("-{}", x[0]),
+            Ops::Neg => format!("{} - {}", literal(0.into(), reg), x[0]),
+            // exec_alu: 1 / x truncated, and 1 / 0 == 1 (WGSL agrees)
+            Ops::Recip => format!("{} / {}", literal(1.into(), reg), x[0]),
+            Ops::Trunc => x[0].clone(),
+            Ops::MulAcc => format!("{} * {} + {}", x[0], x[1], x[2]),
+            Ops::Pow => format!("{}({}, {})", self.helpers.call(Helper::IntPow(reg)), x[0], x[1]),
+            Ops::Exp2 => format!("{}({})", self.helpers.call(Helper::IntExp2(reg)), x[0]),
+            Ops::Log2 => format!("{}({})", self.helpers.call(Helper::IntLog2(reg)), x[0]),
+            Ops::Sqrt => format!("{}({})", self.helpers.call(Helper::IntSqrt(reg)), x[0]),
+            Ops::Threefry => format!("{}({}, {})", self.helpers.call(Helper::Threefry), x[0], x[1]),
+            // no other ALU op exists
+            _ => x[0].clone(),
+        };
+        if WRAPPED.contains(op) { self.wrap(dtype, value) } else { value }
+    }
+}
+
+/// A bool op: `exec_alu` treats bools as 0/1 integers (`+` is or, `*` is and, ...).
+fn bool_alu(op: Ops, x: &[String]) -> String {
+    let (a, b) = (&x[0], x.get(1).map_or("", String::as_str));
+    match op {
+        // `x != true` is how the IR spells not
+        Ops::Xor | Ops::Sub | Ops::CmpNe if b == "true" => format!("!{a}"),
+        Ops::Add | Ops::Or | Ops::Max => format!("{a} | {b}"),
+        Ops::Mul | Ops::And => format!("{a} & {b}"),
+        Ops::Xor | Ops::Sub | Ops::CmpNe => format!("{a} != {b}"),
+        Ops::CmpLt => format!("!{a} & {b}"),
+        Ops::MulAcc => format!("({a} & {b}) | {}", x[2]),
+        Ops::Neg | Ops::Log2 => format!("!{a}"),
+        Ops::Shr => format!("{a} & !{b}"),
+        Ops::Pow => format!("{a} | !{b}"),
+        // Idiv, Fdiv, Shl, Trunc, Sqrt: a / 1, a << 1 and sqrt keep 0 and 1 truthy as they were
+        // (Recip, Exp2, Mod and Sin are constants, folded by the caller)
+        _ => a.clone(),
+    }
+}

@@ -1,0 +1,42 @@
+//! What rendering takes and gives: the adapter's capabilities and the rendered kernel.
+
+/// What the adapter offers that changes the generated WGSL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WgslCaps {
+    /// `enable f16;` works: f16 buffers are `array<f16>` and f16 values are native `f16`.
+    pub f16: bool,
+    /// `i64`/`u64` work (naga's `SHADER_INT64`); without it 64-bit integers are refused.
+    pub int64: bool,
+    /// The largest workgroup count per dispatch dimension; larger grids are flattened.
+    pub max_workgroups_per_dim: u32,
+}
+
+/// A rendered kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Wgsl {
+    /// The whole shader.
+    pub source: String,
+    /// The entry point's name.
+    pub entry: String,
+    /// What the runtime passes to `Batch::dispatch`: the program's global size, or
+    /// `[total, 1, 1]` when the grid was flattened (the shader recovers the ids).
+    pub workgroups: [u32; 3],
+    /// `@workgroup_size`: the program's local size.
+    pub workgroup_size: [u32; 3],
+    /// One binding per program buffer, in the program's order.
+    pub bindings: Vec<Binding>,
+    /// The binding of the `array<i32>` holding the `DefineVar` values in `program.vars` order,
+    /// when the program has variables.
+    pub vars_binding: Option<u32>,
+}
+
+/// Where one buffer argument of a program is bound (always `@group(0)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Binding {
+    /// The buffer's slot in the program.
+    pub slot: usize,
+    /// Its `@binding` number.
+    pub binding: u32,
+    /// Whether the kernel writes it (`read_write`, atomics when packed).
+    pub writable: bool,
+}

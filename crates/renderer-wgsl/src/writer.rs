@@ -1,0 +1,342 @@
+//! The writer: walks a [`Program`]'s uops in order and prints one WGSL statement per uop that
+//! computes something (`let alu3 = ...;`), loops and branches as blocks, constants inline.
+//!
+//! Invariants of the output: every value is a `let` (or a `var` for accumulators and gated
+//! loads) named by its role (`gidx0`/`lidx0`, `ridx0`, `acc0`, `val0`, `cast0`, `alu0`,
+//! `data0` for buffer slot 0); names are unique and never shadow a builtin or helper; the same
+//! program and caps always give the same text.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use wgrad_codegen::{BufferArg, Program};
+use wgrad_dtype::{ConstValue, DType};
+use wgrad_ops::{Arg, GroupOp, Ops, UOp, UOpMap, bitcast};
+
+use crate::alu::Value;
+use crate::helpers::Helpers;
+use crate::literal::literal;
+use crate::names::Namer;
+use crate::types::{self, Reg};
+use crate::{Binding, RenderError, Wgsl, WgslCaps};
+
+/// Renders `program` as a WGSL compute shader for an adapter with `caps`.
+pub fn render(program: &Program, caps: &WgslCaps) -> Result<Wgsl, RenderError> {
+    let launch = Launch::new(program, caps)?;
+    let mut w = Writer::new(program, caps, launch.flatten);
+    for (index, u) in program.uops.iter().enumerate() {
+        w.uop(index, u)?;
+    }
+    Ok(w.finish(launch))
+}
+
+/// The dispatch shape of a program.
+struct Launch {
+    workgroups: [u32; 3],
+    workgroup_size: [u32; 3],
+    /// Whether the grid is dispatched as `[total, 1, 1]` and unflattened in the shader.
+    flatten: bool,
+}
+
+impl Launch {
+    fn new(program: &Program, caps: &WgslCaps) -> Result<Launch, RenderError> {
+        let too_large = |what, size| RenderError::Launch { what, size };
+        let dims = |size: [usize; 3], what| -> Result<[u32; 3], RenderError> {
+            let mut out = [0u32; 3];
+            for (o, &s) in out.iter_mut().zip(&size) {
+                *o = u32::try_from(s).map_err(|_| too_large(what, size))?;
+            }
+            Ok(out)
+        };
+        let global = dims(program.global_size, "global size")?;
+        let workgroup_size = dims(program.local_size, "local size")?;
+        let flatten = global.iter().any(|&g| g > caps.max_workgroups_per_dim);
+        let workgroups = if flatten {
+            let total = global.iter().try_fold(1u32, |acc, &g| acc.checked_mul(g));
+            [total.ok_or_else(|| too_large("global size", program.global_size))?, 1, 1]
+        } else {
+            global
+        };
+        Ok(Launch { workgroups, workgroup_size, flatten })
+    }
+}
+
+/// The state of rendering one program.
+pub(crate) struct Writer<'a> {
+    pub(crate) caps: &'a WgslCaps,
+    program: &'a Program,
+    /// The expression of every rendered uop: its name, or a literal for constants.
+    names: UOpMap<String>,
+    /// The value of every uop known when rendering (constants, and ops folded on them): WGSL
+    /// evaluates `let`s of constants at compile time and rejects overflow and division by
+    /// zero there, so known values are folded with `exec_alu` and inlined as literals.
+    known: UOpMap<ConstValue>,
+    namer: Namer,
+    pub(crate) helpers: Helpers,
+    /// Module-scope declarations after the buffers (workgroup memories).
+    pub(crate) module: Vec<String>,
+    /// The body of the entry point, one statement per line.
+    body: Vec<String>,
+    depth: usize,
+    /// Builtins the entry point takes (names from [`BUILTINS`]).
+    builtins: BTreeSet<&'static str>,
+    /// Buffer slots the body reads or writes.
+    pub(crate) touched: BTreeSet<usize>,
+    /// Whether any value or buffer is native f16 (`enable f16;`).
+    pub(crate) uses_f16: bool,
+    flatten: bool,
+}
+
+impl<'a> Writer<'a> {
+    fn new(program: &'a Program, caps: &'a WgslCaps, flatten: bool) -> Writer<'a> {
+        Writer {
+            caps,
+            program,
+            names: UOpMap::default(),
+            known: UOpMap::default(),
+            namer: Namer::new(program.buffers.iter().map(|b| format!("data{}", b.slot))),
+            helpers: Helpers::default(),
+            module: Vec::new(),
+            body: Vec::new(),
+            depth: 0,
+            builtins: BTreeSet::new(),
+            touched: BTreeSet::new(),
+            uses_f16: false,
+            flatten,
+        }
+    }
+
+    /// The register type of a dtype already checked (void, which holds no value, reads as bool).
+    pub(crate) fn reg(&self, dtype: DType) -> Reg {
+        types::reg(dtype, self.caps).unwrap_or(Reg::Bool)
+    }
+
+    /// The expression of source `i` of `u` (uop `index`).
+    pub(crate) fn src(&self, index: usize, u: &UOp, i: usize) -> Result<String, RenderError> {
+        let order = RenderError::UnsupportedOp { index, op: u.op(), reason: "a source comes after its user" };
+        u.src().get(i).and_then(|s| self.names.get(s)).cloned().ok_or(order)
+    }
+
+    /// Emits one statement at the current depth.
+    pub(crate) fn line(&mut self, text: impl AsRef<str>) {
+        self.body.push(format!("{:width$}{}", "", text.as_ref(), width = 2 * (self.depth + 1)));
+    }
+
+    /// Binds `u` to a fresh `let {prefix}N = expr;`.
+    pub(crate) fn bind(&mut self, u: &UOp, prefix: &str, expr: String) {
+        let name = self.namer.fresh(prefix);
+        self.line(format!("let {name} = {expr};"));
+        self.names.insert(u.clone(), name);
+    }
+
+    /// The value of `u` when it is known at render time.
+    pub(crate) fn known(&self, u: &UOp) -> Option<ConstValue> {
+        self.known.get(u).copied()
+    }
+
+    /// Names `u` with the literal of its known `value`.
+    fn fold(&mut self, u: &UOp, value: ConstValue) {
+        let text = literal(value, self.reg(u.dtype()));
+        self.known.insert(u.clone(), value);
+        self.name(u, text);
+    }
+
+    /// Names `u` without emitting anything.
+    pub(crate) fn name(&mut self, u: &UOp, expr: String) {
+        self.names.insert(u.clone(), expr);
+    }
+
+    /// A legal, unique identifier made from `wanted`.
+    pub(crate) fn claim(&mut self, wanted: &str) -> String {
+        self.namer.claim(wanted)
+    }
+
+    /// The program's buffer argument of `slot`.
+    pub(crate) fn program_buffer(&self, slot: usize) -> Option<&BufferArg> {
+        self.program.buffers.iter().find(|b| b.slot == slot)
+    }
+
+    /// A fresh name with `prefix` (for `var`s the caller declares).
+    pub(crate) fn fresh(&mut self, prefix: &str) -> String {
+        self.namer.fresh(prefix)
+    }
+
+    fn uop(&mut self, index: usize, u: &UOp) -> Result<(), RenderError> {
+        let unsupported = |reason| RenderError::UnsupportedOp { index, op: u.op(), reason };
+        types::check(u.dtype(), self.caps)?;
+        if u.dtype().count() > 1 {
+            return Err(unsupported("vector dtypes are not rendered"));
+        }
+        self.uses_f16 |= self.reg(u.dtype().base()) == Reg::F16;
+        match u.op() {
+            Ops::Const => {
+                let value = u.arg().as_const().ok_or(unsupported("a constant without a value"))?;
+                self.fold(u, value);
+            }
+            Ops::DefineGlobal => {
+                let slot = u.arg().as_int().ok_or(unsupported("a buffer without a slot"))?;
+                self.name(u, format!("data{slot}"));
+            }
+            Ops::DefineLocal => self.define_local(index, u)?,
+            Ops::DefineVar => {
+                let Arg::Var(v) = u.arg() else { return Err(unsupported("a variable without a name")) };
+                let at = self.program.vars.iter().position(|p| p == v).ok_or(unsupported("unlisted var"))?;
+                let name = self.namer.claim(v.name());
+                let value = match self.reg(u.dtype()) {
+                    Reg::I32 => format!("vars[{at}]"),
+                    r => format!("{}(vars[{at}])", r.name()),
+                };
+                self.line(format!("let {name} = {value};"));
+                self.name(u, name);
+            }
+            Ops::Special => self.special(index, u)?,
+            Ops::Range => {
+                let name = self.namer.fresh("ridx");
+                let (ty, end) = (self.reg(u.dtype()), self.src(index, u, 0)?);
+                let zero = literal(0.into(), ty);
+                self.line(format!("for (var {name}: {} = {zero}; {name} < {end}; {name}++) {{", ty.name()));
+                self.depth += 1;
+                self.name(u, name);
+            }
+            Ops::If => {
+                let cond = self.src(index, u, 0)?;
+                self.line(format!("if ({cond}) {{"));
+                self.depth += 1;
+            }
+            Ops::EndRange | Ops::EndIf => {
+                self.depth = self.depth.checked_sub(1).ok_or(unsupported("closes no block"))?;
+                self.line("}");
+            }
+            Ops::DefineAcc => {
+                let name = self.namer.fresh("acc");
+                let init = self.src(index, u, 0)?;
+                self.line(format!("var {name}: {} = {init};", self.reg(u.dtype()).name()));
+                self.name(u, name);
+            }
+            Ops::Assign => {
+                let (acc, value) = (self.src(index, u, 0)?, self.src(index, u, 1)?);
+                self.line(format!("{acc} = {value};"));
+                self.name(u, acc);
+            }
+            Ops::Load => self.load(index, u)?,
+            Ops::Store => self.store(index, u)?,
+            Ops::Barrier => self.line("workgroupBarrier();"),
+            Ops::Index | Ops::Sink | Ops::Noop => {}
+            Ops::Cast | Ops::Bitcast => {
+                let x = self.src(index, u, 0)?;
+                let (from, to) = (u.src()[0].dtype(), u.dtype());
+                match self.known(&u.src()[0]) {
+                    Some(c) if u.op() == Ops::Cast => self.fold(u, c.cast(to)),
+                    Some(c) => self.fold(u, bitcast(c, from, to)),
+                    None => {
+                        let expr = if u.op() == Ops::Cast {
+                            self.cast(&x, from, to)
+                        } else {
+                            self.bitcast(&x, from, to)
+                        };
+                        self.bind(u, "cast", expr);
+                    }
+                }
+            }
+            op if GroupOp::ALU.contains(op) => match self.alu(index, u)? {
+                Value::Known(value) => self.fold(u, value),
+                Value::Expr(expr) => self.bind(u, "alu", expr),
+            },
+            _ => return Err(unsupported("not an op of a linear program")),
+        }
+        Ok(())
+    }
+
+    /// `gidxN`/`lidxN` from the workgroup and invocation ids (or the flattened grid).
+    fn special(&mut self, index: usize, u: &UOp) -> Result<(), RenderError> {
+        let bad = RenderError::UnsupportedOp { index, op: u.op(), reason: "not gidx0..2 or lidx0..2" };
+        let Arg::Special(name, _) = u.arg() else { return Err(bad) };
+        let (global, dim) = match (name.strip_prefix("gidx"), name.strip_prefix("lidx")) {
+            (Some(d), _) => (true, d),
+            (_, Some(d)) => (false, d),
+            _ => return Err(bad),
+        };
+        let dim: usize = dim.parse().ok().filter(|&d| d < 3).ok_or(bad)?;
+        let axis = ["x", "y", "z"][dim];
+        let value = if !global {
+            self.builtins.insert("lid");
+            format!("i32(lid.{axis})")
+        } else if self.flatten {
+            let [x, y, _] = self.program.global_size;
+            match dim {
+                0 => format!("i32(lin % {x}u)"),
+                1 => format!("i32((lin / {x}u) % {y}u)"),
+                _ => format!("i32(lin / {}u)", x * y),
+            }
+        } else {
+            self.builtins.insert("wid");
+            format!("i32(wid.{axis})")
+        };
+        let name = self.namer.claim(name);
+        self.line(format!("let {name} = {value};"));
+        self.name(u, name);
+        Ok(())
+    }
+
+    /// The whole shader.
+    fn finish(mut self, launch: Launch) -> Wgsl {
+        let mut head = String::new();
+        if self.uses_f16 {
+            head.push_str("enable f16;\n\n");
+        }
+        let mut bindings = Vec::new();
+        for (binding, arg) in (0u32..).zip(&self.program.buffers) {
+            let decl = self.buffer_decl(arg);
+            // writing to a String cannot fail
+            let _ = writeln!(head, "@group(0) @binding({binding}) {decl}");
+            bindings.push(Binding { slot: arg.slot, binding, writable: arg.writable });
+        }
+        let vars_binding = (!self.program.vars.is_empty()).then_some(bindings.len() as u32);
+        if let Some(b) = vars_binding {
+            let _ = writeln!(head, "@group(0) @binding({b}) var<storage, read> vars: array<i32>;");
+        }
+        for decl in &self.module {
+            let _ = writeln!(head, "{decl}");
+        }
+        let entry = self.namer.claim(&self.program.name);
+        let mut prelude = Vec::new();
+        // every binding must be used, or the pipeline's derived layout leaves it out
+        for arg in &self.program.buffers {
+            if !self.touched.contains(&arg.slot) {
+                prelude.push(format!("  _ = &data{};", arg.slot));
+            }
+        }
+        if launch.flatten {
+            self.builtins.extend(["wid", "nwg"]);
+            prelude.push("  let lin = wid.x + nwg.x * (wid.y + nwg.y * wid.z);".into());
+            prelude.push(format!("  if (lin >= {}u) {{ return; }}", launch.workgroups[0]));
+        }
+        let params: Vec<&str> = BUILTINS
+            .iter()
+            .filter(|(name, _)| self.builtins.contains(name))
+            .map(|(_, param)| *param)
+            .collect();
+        let [lx, ly, lz] = launch.workgroup_size;
+        let source = format!(
+            "{head}\n{helpers}@compute @workgroup_size({lx}, {ly}, {lz})\nfn {entry}({params}) {{\n{body}}}\n",
+            helpers = self.helpers.render(),
+            params = params.join(", "),
+            body = prelude.iter().chain(&self.body).map(|l| format!("{l}\n")).collect::<String>(),
+        );
+        Wgsl {
+            source,
+            entry,
+            workgroups: launch.workgroups,
+            workgroup_size: launch.workgroup_size,
+            bindings,
+            vars_binding,
+        }
+    }
+}
+
+/// The entry point's builtin parameters, in order: name and declaration.
+const BUILTINS: [(&str, &str); 3] = [
+    ("wid", "@builtin(workgroup_id) wid: vec3<u32>"),
+    ("lid", "@builtin(local_invocation_id) lid: vec3<u32>"),
+    ("nwg", "@builtin(num_workgroups) nwg: vec3<u32>"),
+];

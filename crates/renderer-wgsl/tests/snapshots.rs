@@ -1,0 +1,108 @@
+//! Generated WGSL for a fixed corpus of kernels, as reviewed insta snapshots (our process
+//! replay: a change that should not change kernels provably does not); every shader is also
+//! validated by naga.
+
+mod common;
+
+use common::*;
+use wgrad_codegen::{Opt, OptMode, OptOps};
+use wgrad_dtype::DType;
+use wgrad_ops::{Ops, UOp};
+use wgrad_renderer_wgsl::WgslCaps;
+use wgrad_shape::{ShapeTracker, Sint, Variable, View};
+
+/// The rendered source, after checking that it validates.
+fn wgsl(ast: &UOp, mode: OptMode, caps: &WgslCaps) -> String {
+    render_valid(&program(ast, mode), caps).source
+}
+
+#[test]
+fn elementwise() {
+    let (a, b) = (load(1, st(&[64, 64])), load(2, st(&[64, 64])));
+    let ast = store_ast(st(&[64, 64]), (&a + &b).maximum(0.0f32) * a.exp2());
+    insta::assert_snapshot!(wgsl(&ast, OptMode::Heuristic, &FULL));
+}
+
+#[test]
+fn broadcast() {
+    // out[i, j] = a[i, j] * b[j]: b's stride 0 on the first axis
+    let ast = store_ast(st(&[32, 16]), load(1, st(&[32, 16])) * load(2, strided(&[32, 16], &[0, 1], 0)));
+    insta::assert_snapshot!(wgsl(&ast, OptMode::Heuristic, &FULL));
+}
+
+#[test]
+fn reduce() {
+    let ast = store_ast(st(&[8, 1]), load(1, st(&[8, 100])).reduce_axis(Ops::Max, &[1]));
+    insta::assert_snapshot!(wgsl(&ast, OptMode::NoOpt, &FULL));
+}
+
+#[test]
+fn group_reduce() {
+    let ast = store_ast(st(&[4, 1]), load(1, st(&[4, 256])).reduce_axis(Ops::Add, &[1]));
+    let mode = OptMode::Given(vec![Opt::new(OptOps::Grouptop, 0, 16)]);
+    let source = wgsl(&ast, mode, &FULL);
+    assert!(source.contains("var<workgroup>") && source.contains("workgroupBarrier();"), "{source}");
+    insta::assert_snapshot!(source);
+}
+
+#[test]
+fn matmul_tile() {
+    let mode = OptMode::Given(vec![
+        Opt::new(OptOps::Local, 0, 4),
+        Opt::new(OptOps::Local, 1, 4),
+        Opt::new(OptOps::Upcast, 0, 2),
+        Opt::new(OptOps::Upcast, 1, 2),
+        Opt::new(OptOps::Unroll, 0, 2),
+    ]);
+    insta::assert_snapshot!(wgsl(&matmul_ast(32, 32, 16), mode, &FULL));
+}
+
+#[test]
+fn masked_pad() {
+    // out = pad(a, 1 each side) + 1: loads outside the input are gated and read nothing
+    let ast = store_ast(st(&[10, 10]), load(1, padded(st(&[8, 8]), &[(1, 1), (1, 1)])) + 1.0f32);
+    insta::assert_snapshot!(wgsl(&ast, OptMode::NoOpt, &FULL));
+}
+
+#[test]
+fn half_native_and_emulated() {
+    let a = load_dt(DType::F16, 1, st(&[64]));
+    let ast = store_ast(st(&[64]), (&a * &a + 1.0f32).sqrt());
+    insta::assert_snapshot!("half_native", wgsl(&ast, OptMode::NoOpt, &FULL));
+    insta::assert_snapshot!("half_emulated", wgsl(&ast, OptMode::NoOpt, &BARE));
+}
+
+#[test]
+fn packed_int8() {
+    let (a, b) = (load_dt(DType::I8, 1, st(&[100])), load_dt(DType::I8, 2, st(&[100])));
+    let ast = store_ast(st(&[100]), &a * &b + 3i64);
+    insta::assert_snapshot!(wgsl(&ast, OptMode::NoOpt, &BARE));
+}
+
+#[test]
+fn int64_native() {
+    let (a, b) = (load_dt(DType::I64, 1, st(&[16])), load_dt(DType::I64, 2, st(&[16])));
+    let ast = store_ast(st(&[16]), (&a << 3i64) + b.cast(DType::F32).cast(DType::I64).idiv(7i64));
+    insta::assert_snapshot!(wgsl(&ast, OptMode::NoOpt, &FULL));
+}
+
+#[test]
+fn symbolic_variable() {
+    // out[i] = sum of the first n elements of row i
+    let n = Variable::new("n", 1, 64).unwrap();
+    let rows = View::new(&[Sint::int(8), Sint::var(&n)], &sints(&[64, 1]), Sint::int(0), None).unwrap();
+    let ast = store_ast(st(&[8, 1]), load(1, ShapeTracker::from_view(rows)).reduce_axis(Ops::Add, &[1]));
+    insta::assert_snapshot!(wgsl(&ast, OptMode::NoOpt, &FULL));
+}
+
+#[test]
+fn flattened_grid() {
+    // a broadcast keeps the two dims apart: a grid of [30, 20] on a device allowing 16 per dim
+    let ast = store_ast(st(&[20, 30]), load(1, st(&[20, 30])) * load(2, strided(&[20, 30], &[0, 1], 0)));
+    let caps = WgslCaps { max_workgroups_per_dim: 16, ..FULL };
+    let program = program(&ast, OptMode::NoOpt);
+    assert_eq!(program.global_size, [30, 20, 1]);
+    let rendered = render_valid(&program, &caps);
+    assert_eq!(rendered.workgroups, [600, 1, 1]);
+    insta::assert_snapshot!(rendered.source);
+}
