@@ -1,7 +1,8 @@
-//! Project tasks: `cargo xtask test-all | lines | layering | setup`.
+//! Project tasks: `cargo xtask test-all | bench | lines | layering | setup`.
 
 #![allow(clippy::print_stdout)]
 
+mod bench;
 mod layering;
 mod lines;
 mod setup;
@@ -13,6 +14,7 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   test-all   set up, check formatting, clippy (warnings denied), layering, run every test
+  bench      benchmarks (release): generated kernels' GB/s, TFLOP/s, round trip; symbolic
   lines      lines of library Rust per crate (no tests, comments or blank lines)
   layering   check that no wgrad crate depends on a crate above it
   setup      install what the tests need (the lavapipe software Vulkan driver)";
@@ -21,6 +23,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let ok = match args.first().map(String::as_str) {
         Some("test-all") => test_all::run(),
+        Some("bench") => bench::run(&args[1..]),
         Some("lines") => lines::run(),
         Some("layering") => layering::run(),
         Some("setup") => setup::run(),

@@ -101,6 +101,19 @@ pub enum RuntimeError {
     /// Waiting for the GPU or mapping a buffer failed.
     #[error("waiting for the device failed: {0}")]
     Wait(String),
+    /// The program cannot be expressed in WGSL on this device (e.g. 64-bit types without
+    /// `SHADER_INT64`).
+    #[error(transparent)]
+    Render(#[from] wgrad_renderer_wgsl::RenderError),
+    /// A launch does not fit its program: wrong buffer or variable count, a buffer too
+    /// small, a variable value outside i32.
+    #[error("bad launch of kernel `{kernel}`: {message}")]
+    BadLaunch {
+        /// The program's name.
+        kernel: String,
+        /// What does not fit.
+        message: String,
+    },
 }
 
 /// `" at line N: `text`"` when the location is known.

@@ -1,5 +1,5 @@
-//! wgpu runtime of wgrad: the layer below code generation. It takes WGSL source text,
-//! buffers and workgroup counts, and runs them on a GPU (or Mesa lavapipe) through wgpu.
+//! wgpu runtime of wgrad: runs generated kernels (codegen `Program`s rendered to WGSL) and
+//! hand-written WGSL on a GPU (or Mesa lavapipe) through wgpu.
 //!
 //! - [`Device`]: adapter choice (`WGRAD_ADAPTER` or the best kind), the adapter's own
 //!   limits ([`DeviceLimits`]) and optional features ([`DeviceFeatures`]).
@@ -8,6 +8,8 @@
 //! - [`Pipeline`]: a compiled entry point, cached by (source, entry point).
 //! - [`Batch`]: many launches recorded for one encoder and one submit;
 //!   [`fold_workgroups`] documents how launches over 65535 workgroups are folded.
+//! - [`GpuProgram`]: a codegen `Program` rendered to WGSL for this device
+//!   ([`Device::compile`], [`Device::target`]) and launched with [`Device::launch`].
 //! - [`Device::run_timed`]: per-launch GPU times from timestamp queries.
 //! - [`RuntimeError`]: every failure, including WGSL errors with their line, out of
 //!   memory and device loss; nothing in this crate lets wgpu panic.
@@ -35,6 +37,7 @@ mod error;
 mod info;
 mod pipeline;
 mod pool;
+mod program;
 mod timing;
 mod transfer;
 
@@ -45,4 +48,5 @@ pub use error::{Result, RuntimeError};
 pub use info::{AdapterSummary, DeviceFeatures, DeviceKind, DeviceLimits};
 pub use pipeline::Pipeline;
 pub use pool::{MemoryStats, bucket_size};
+pub use program::GpuProgram;
 pub use wgpu;

@@ -1,0 +1,151 @@
+//! Generated kernels: a codegen [`Program`] rendered to WGSL for this device's capabilities,
+//! compiled once (the pipeline cache is keyed by source), and launched into a [`Batch`].
+//!
+//! Launch contract (shared with `wgrad-renderer-wgsl`): buffers are passed by slot and bound
+//! at the bindings the renderer chose; symbolic variable values go, in `program.vars` order,
+//! into one `array<i32>` bound after them; the renderer's workgroup counts are dispatched
+//! through [`Batch::dispatch`], which folds a flattened grid over 65535.
+
+use std::sync::Arc;
+
+use wgrad_codegen::{BufferArg, Program, Target};
+use wgrad_dtype::DType;
+use wgrad_renderer_wgsl::{Wgsl, WgslCaps, buffer_bytes, render};
+
+use crate::batch::Batch;
+use crate::buffer::Buffer;
+use crate::device::Device;
+use crate::error::{Result, RuntimeError};
+use crate::pipeline::Pipeline;
+
+/// A program rendered and compiled for one device: cheap to clone.
+#[derive(Clone)]
+pub struct GpuProgram {
+    inner: Arc<Compiled>,
+}
+
+struct Compiled {
+    name: String,
+    wgsl: Wgsl,
+    pipeline: Pipeline,
+    buffers: Vec<BufferArg>,
+    vars: usize,
+}
+
+impl GpuProgram {
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The WGSL it was compiled from (what DEBUG=4 prints).
+    pub fn source(&self) -> &str {
+        &self.inner.wgsl.source
+    }
+
+    /// The rendered shader with its bindings and launch grid.
+    pub fn wgsl(&self) -> &Wgsl {
+        &self.inner.wgsl
+    }
+
+    /// Whether two handles share one compiled pipeline.
+    pub fn same_pipeline(&self, other: &GpuProgram) -> bool {
+        self.inner.pipeline.same(&other.inner.pipeline)
+    }
+}
+
+impl Device {
+    /// What this device's WGSL may use.
+    pub fn caps(&self) -> WgslCaps {
+        WgslCaps {
+            f16: self.features().f16,
+            int64: self.features().int64,
+            max_workgroups_per_dim: self.limits().max_workgroups_per_dimension,
+        }
+    }
+
+    /// The codegen target of this device: its workgroup limits and memory. Grids larger than
+    /// a dispatch dimension are flattened by the renderer, so a global dim may be as large as
+    /// an `i32` index allows.
+    pub fn target(&self) -> Target {
+        let limits = self.limits();
+        Target {
+            name: "wgpu".into(),
+            max_global_dims: 3,
+            max_global_size: vec![i32::MAX as usize; 3],
+            max_local_size: limits.max_workgroup_size.iter().map(|&n| n as usize).collect(),
+            max_local_invocations: limits.max_invocations_per_workgroup as usize,
+            shared_max: limits.max_workgroup_storage_size as usize,
+            has_local: true,
+            has_shared: true,
+            // lanes are scalar registers until the vectorizer exists
+            vector_widths: vec![1],
+            has_f16: self.features().f16,
+            subgroup_size: None,
+            tensor_cores: vec![],
+        }
+    }
+
+    /// Renders `program` for this device and compiles it (once per distinct source).
+    pub fn compile(&self, program: &Program) -> Result<GpuProgram> {
+        let wgsl = render(program, &self.caps())?;
+        let pipeline = self.pipeline(&wgsl.source, &wgsl.entry)?;
+        Ok(GpuProgram {
+            inner: Arc::new(Compiled {
+                name: program.name.clone(),
+                pipeline,
+                buffers: program.buffers.clone(),
+                vars: program.vars.len(),
+                wgsl,
+            }),
+        })
+    }
+
+    /// A buffer for `len` elements of `dtype`, laid out as kernels and the host expect
+    /// (little-endian elements, padded to 4 bytes).
+    pub fn alloc_elements(&self, dtype: DType, len: usize) -> Result<Buffer> {
+        self.alloc(buffer_bytes(dtype, len) as u64)
+    }
+
+    /// Records a launch of `program` into `batch`: `buffers[slot]` for each buffer argument,
+    /// `vars` in `program.vars` order.
+    pub fn launch(
+        &self,
+        batch: &mut Batch,
+        program: &GpuProgram,
+        buffers: &[&Buffer],
+        vars: &[i64],
+    ) -> Result<()> {
+        let p = &program.inner;
+        let bad = |message: String| RuntimeError::BadLaunch { kernel: p.name.clone(), message };
+        if vars.len() != p.vars {
+            return Err(bad(format!("{} variable values for {} variables", vars.len(), p.vars)));
+        }
+        let mut bound: Vec<&Buffer> = Vec::with_capacity(p.buffers.len() + 1);
+        for (arg, binding) in p.buffers.iter().zip(&p.wgsl.bindings) {
+            debug_assert_eq!(binding.binding as usize, bound.len(), "bindings are numbered in order");
+            let buffer = *buffers
+                .get(arg.slot)
+                .ok_or_else(|| bad(format!("no buffer for slot {} ({} given)", arg.slot, buffers.len())))?;
+            if let Some(len) = arg.size {
+                let need = buffer_bytes(arg.dtype, len) as u64;
+                if buffer.size() < need {
+                    return Err(bad(format!(
+                        "buffer for slot {} holds {} bytes, the kernel reads {need}",
+                        arg.slot,
+                        buffer.size()
+                    )));
+                }
+            }
+            bound.push(buffer);
+        }
+        let values: Vec<i32> = vars
+            .iter()
+            .map(|&v| i32::try_from(v).map_err(|_| bad(format!("variable value {v} does not fit in i32"))))
+            .collect::<Result<_>>()?;
+        let var_buffer = if values.is_empty() { None } else { Some(self.upload(&values)?) };
+        bound.extend(var_buffer.as_ref());
+        batch.dispatch(&p.pipeline, &bound, p.wgsl.workgroups)?;
+        Ok(())
+    }
+}

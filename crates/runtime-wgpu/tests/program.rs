@@ -1,0 +1,121 @@
+//! Generated programs through the runtime: compile once, launch with buffers by slot and
+//! variable values, typed refusals for launches that do not fit and programs WGSL cannot hold.
+
+mod common;
+
+use std::sync::Arc;
+
+use wgrad_codegen::{OptMode, Program, compile};
+use wgrad_dtype::DType;
+use wgrad_ops::{Arg, Ops, UOp};
+use wgrad_runtime_wgpu::{Device, RuntimeError};
+use wgrad_shape::{ShapeTracker, Sint, Variable, View};
+
+fn view(st: ShapeTracker) -> UOp {
+    UOp::new(Ops::View, DType::VOID, [], Arg::View(Arc::new(st)))
+}
+
+fn contiguous(shape: &[i64]) -> ShapeTracker {
+    ShapeTracker::from_shape(&shape.iter().map(|&s| Sint::int(s)).collect::<Vec<_>>()).unwrap()
+}
+
+fn load(dtype: DType, slot: i64, st: ShapeTracker) -> UOp {
+    UOp::load(dtype, [UOp::define_global(dtype, slot), view(st)])
+}
+
+fn store(st: ShapeTracker, value: UOp) -> UOp {
+    UOp::sink([UOp::store([UOp::define_global(value.dtype(), 0), view(st), value])])
+}
+
+fn program(device: &Device, ast: &UOp) -> Program {
+    compile(ast, &device.target(), &OptMode::Heuristic, "k").unwrap().1
+}
+
+/// `out[i] = sum of the first n elements of row i` of an 8x64 i32 buffer, `n` a variable.
+fn row_sums() -> UOp {
+    let n = Variable::new("n", 1, 64).unwrap();
+    let rows = View::new(&[Sint::int(8), Sint::var(&n)], &[Sint::int(64), Sint::int(1)], Sint::int(0), None)
+        .unwrap();
+    store(contiguous(&[8, 1]), load(DType::I32, 1, ShapeTracker::from_view(rows)).reduce_axis(Ops::Add, &[1]))
+}
+
+#[test]
+fn a_generated_kernel_runs_and_compiles_once() {
+    let Some(device) = common::device() else { return };
+    let n = 1000;
+    let ast = store(
+        contiguous(&[n]),
+        load(DType::F32, 1, contiguous(&[n])) * load(DType::F32, 2, contiguous(&[n])),
+    );
+    let p = program(&device, &ast);
+    let kernel = device.compile(&p).unwrap();
+    assert!(kernel.source().contains("@compute"), "{}", kernel.source());
+    assert!(kernel.same_pipeline(&device.compile(&p).unwrap()), "the pipeline cache is keyed by source");
+    let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let (out, da, db) = (
+        device.alloc_elements(DType::F32, n as usize).unwrap(),
+        device.upload(&a).unwrap(),
+        device.upload(&a).unwrap(),
+    );
+    let mut batch = device.batch();
+    device.launch(&mut batch, &kernel, &[&out, &da, &db], &[]).unwrap();
+    device.submit(batch).unwrap();
+    let got = device.read_as::<f32>(&out).unwrap();
+    assert!(got.iter().zip(&a).all(|(g, x)| *g == x * x));
+}
+
+#[test]
+fn symbolic_variables_are_passed_at_launch() {
+    let Some(device) = common::device() else { return };
+    let kernel = device.compile(&program(&device, &row_sums())).unwrap();
+    let data: Vec<i32> = (0..8 * 64).collect();
+    let (out, input) = (device.alloc_elements(DType::I32, 8).unwrap(), device.upload(&data).unwrap());
+    for len in [1i64, 5, 64] {
+        let mut batch = device.batch();
+        device.launch(&mut batch, &kernel, &[&out, &input], &[len]).unwrap();
+        device.submit(batch).unwrap();
+        let want: Vec<i32> = (0..8).map(|r| (0..len as i32).map(|c| r * 64 + c).sum()).collect();
+        assert_eq!(device.read_as::<i32>(&out).unwrap(), want, "n = {len}");
+    }
+}
+
+#[test]
+fn launches_that_do_not_fit_are_refused() {
+    let Some(device) = common::device() else { return };
+    let kernel = device.compile(&program(&device, &row_sums())).unwrap();
+    let buf = device.alloc_elements(DType::I32, 8 * 64).unwrap();
+    let mut batch = device.batch();
+    let bad = |r: Result<(), RuntimeError>| match r {
+        Err(RuntimeError::BadLaunch { kernel, message }) => format!("{kernel}: {message}"),
+        other => panic!("expected BadLaunch, got {other:?}"),
+    };
+    assert!(bad(device.launch(&mut batch, &kernel, &[&buf], &[3])).contains("no buffer for slot 1"));
+    assert!(bad(device.launch(&mut batch, &kernel, &[&buf, &buf], &[])).contains("0 variable values for 1"));
+    assert!(
+        bad(device.launch(&mut batch, &kernel, &[&buf, &buf], &[1 << 40])).contains("does not fit in i32")
+    );
+    assert!(batch.is_empty());
+}
+
+#[test]
+fn programs_wgsl_cannot_hold_are_typed_errors() {
+    let Some(device) = common::device() else { return };
+    let ast = store(contiguous(&[4]), load(DType::F64, 1, contiguous(&[4])));
+    match device.compile(&program(&device, &ast)) {
+        Err(RuntimeError::Render(e)) => {
+            assert!(e.to_string().contains("f64") || e.to_string().contains("float64"), "{e}")
+        }
+        Err(e) => panic!("expected a render error, got {e}"),
+        Ok(_) => panic!("f64 compiled"),
+    }
+}
+
+#[test]
+fn the_target_follows_the_adapter() {
+    let Some(device) = common::device() else { return };
+    let target = device.target();
+    let limits = device.limits();
+    assert_eq!(target.max_local_invocations, limits.max_invocations_per_workgroup as usize);
+    assert_eq!(target.shared_max, limits.max_workgroup_storage_size as usize);
+    assert_eq!(target.has_f16, device.features().f16);
+}
