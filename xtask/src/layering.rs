@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 /// The stages bottom-up; entries sharing a floor number are peers that may not depend on each other.
-const FLOORS: [(&str, u32); 9] = [
+const FLOORS: [(&str, u32); 10] = [
     ("wgrad-dtype", 0),
     ("wgrad-shape", 1),
     ("wgrad-ops", 2),
@@ -14,6 +14,7 @@ const FLOORS: [(&str, u32); 9] = [
     ("wgrad-runtime-wgpu", 5),
     ("wgrad-engine", 6),
     ("wgrad-tensor", 7),
+    ("wgrad-conformance", 8),
 ];
 
 fn floor(name: &str) -> Option<u32> {
