@@ -75,5 +75,5 @@ pub use print::print_uops;
 pub use rewrite::{graph_rewrite, graph_rewrite_top_down};
 pub use spec::{SpecViolation, verify, verify_uops};
 pub use symbolic::{symbolic, symbolic_simple};
-pub use uop::UOp;
+pub use uop::{UOp, WeakUOp};
 pub use upat::{Captures, DTypePat, UPat};

@@ -5,7 +5,7 @@ use std::fmt;
 /// Every micro-op of the IR, named as in tinygrad (`Ops.DEFINE_GLOBAL` is [`Ops::DefineGlobal`]).
 ///
 /// The order is meaningful: commutative operands are sorted by it, and [`Ops::Const`] comes
-/// last so constants end up on the right (`x+2`, never `2+x`).
+/// last among the ops kernels hold, so constants end up on the right (`x+2`, never `2+x`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Ops {
@@ -147,11 +147,14 @@ pub enum Ops {
     DefineVar,
     /// A constant: arg [`crate::Arg::Const`], already cast to `dtype`.
     Const,
+    // tensor graphs only (never in kernels, so after `Const`: existing ops keep their numbers)
+    /// `src[0]` unchanged, with no gradient flowing through it.
+    Detach,
 }
 
 impl Ops {
     /// Every op, in order.
-    pub const ALL: [Ops; 64] = [
+    pub const ALL: [Ops; 65] = [
         Ops::Sink,
         Ops::Noop,
         Ops::Kernel,
@@ -216,6 +219,7 @@ impl Ops {
         Ops::Wmma,
         Ops::DefineVar,
         Ops::Const,
+        Ops::Detach,
     ];
 
     /// Number of sources of an ALU op (1, 2 or 3); `None` for other ops.

@@ -4,7 +4,8 @@
 //! - ALU ops have their arity; operands have the node's dtype, except: comparisons yield bool
 //!   (same vector width) from two operands of one dtype; `Where`'s condition is bool;
 //!   shift amounts may be any integer; `Threefry` is u64. Bitwise ops are not on floats.
-//! - `Const` has no sources and a constant arg; `DefineVar` an int dtype and a variable arg;
+//! - `Const` has no sources (a kernel AST's masked constant: one `View`) and a constant arg;
+//!   `DefineVar` an int dtype and a variable arg;
 //!   `Range` one integer source of its own dtype; `Special` a (name, size) arg.
 //! - `Bitcast` keeps the item size; `Cast` has one source.
 //! - `Index` is (pointer, int index, bool gate?) and a pointer; `Load` reads from a pointer
@@ -105,7 +106,8 @@ fn check(u: &UOp) -> Result<(), SpecViolation> {
     }
     match u.op() {
         Ops::Const => {
-            arity(u, |k| k == 0, "0")?;
+            // a kernel AST's masked constant has its View as the one source
+            arity(u, |k| k == 0 || (k == 1 && src[0].op() == Ops::View), "0 (1: a View)")?;
             arg(matches!(u.arg(), Arg::Const(_)), u, "a constant")
         }
         Ops::DefineVar => {

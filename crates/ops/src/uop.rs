@@ -2,7 +2,7 @@
 
 use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use wgrad_dtype::{AddrSpace, ConstValue, DType};
 use wgrad_shape::Variable;
@@ -123,6 +123,30 @@ impl UOp {
             .then_with(|| self.arg().canonical_cmp(other.arg()))
             .then_with(|| self.dtype().cmp(&other.dtype()))
             .then_with(|| self.structural_hash().cmp(&other.structural_hash()))
+    }
+}
+
+/// A handle on a UOp that does not keep it alive: the key of tables that must forget a
+/// graph once nothing else holds it (tinygrad's weak-keyed dictionaries).
+#[derive(Clone)]
+pub struct WeakUOp(Weak<Node>);
+
+impl UOp {
+    /// A weak handle on this UOp.
+    pub fn downgrade(&self) -> WeakUOp {
+        WeakUOp(Arc::downgrade(&self.0))
+    }
+}
+
+impl WeakUOp {
+    /// The UOp, if something still holds it.
+    pub fn upgrade(&self) -> Option<UOp> {
+        self.0.upgrade().map(UOp)
+    }
+
+    /// Whether the UOp is still alive.
+    pub fn is_alive(&self) -> bool {
+        self.0.strong_count() > 0
     }
 }
 

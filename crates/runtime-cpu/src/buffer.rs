@@ -31,14 +31,7 @@ impl CpuBuffer {
     /// A buffer from little-endian bytes of `dtype` (a trailing partial element is ignored).
     pub fn from_bytes(dtype: DType, bytes: &[u8]) -> CpuBuffer {
         let dtype = dtype.scalar_dtype();
-        let data = bytes
-            .chunks_exact(dtype.itemsize())
-            .map(|c| {
-                let mut b = [0u8; 8];
-                b[..c.len()].copy_from_slice(c);
-                AtomicU64::new(u64::from_le_bytes(b))
-            })
-            .collect();
+        let data = bytes.chunks_exact(dtype.itemsize()).map(|c| AtomicU64::new(le_bits(c))).collect();
         CpuBuffer { dtype, data }
     }
 
@@ -81,6 +74,19 @@ impl CpuBuffer {
             .collect()
     }
 
+    /// Overwrites the elements from little-endian bytes of the dtype; false (nothing
+    /// written) unless `bytes` holds exactly `len()` elements.
+    pub fn write_bytes(&self, bytes: &[u8]) -> bool {
+        let size = self.dtype.itemsize();
+        if bytes.len() != size * self.len() {
+            return false;
+        }
+        for (a, c) in self.data.iter().zip(bytes.chunks_exact(size)) {
+            a.store(le_bits(c), Ordering::Relaxed);
+        }
+        true
+    }
+
     /// The bits of element `i`, if in bounds.
     pub(crate) fn bits(&self, i: usize) -> Option<u64> {
         self.data.get(i).map(|a| a.load(Ordering::Relaxed))
@@ -90,4 +96,11 @@ impl CpuBuffer {
     pub(crate) fn set_bits(&self, i: usize, bits: u64) -> bool {
         self.data.get(i).map(|a| a.store(bits, Ordering::Relaxed)).is_some()
     }
+}
+
+/// The bits of one element from its (at most 8) little-endian bytes.
+fn le_bits(chunk: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    b[..chunk.len()].copy_from_slice(chunk);
+    u64::from_le_bytes(b)
 }

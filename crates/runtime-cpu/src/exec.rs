@@ -36,7 +36,7 @@ struct Thread {
 
 /// What the threads of one workgroup share.
 struct Group<'a> {
-    buffers: &'a [CpuBuffer],
+    buffers: &'a [&'a CpuBuffer],
     locals: Vec<Vec<u64>>,
     gid: [usize; 3],
 }
@@ -58,9 +58,20 @@ impl CpuProgram {
         vars: &[(Variable, i64)],
         workers: usize,
     ) -> Result<(), CpuError> {
+        let shared: Vec<&CpuBuffer> = buffers.iter().collect();
+        self.run_shared(&shared, vars, workers)
+    }
+
+    /// Like [`CpuProgram::run`], on shared buffers (element storage is atomic, so a kernel may
+    /// write a buffer others hold; the same buffer may sit in several slots).
+    pub fn run_shared(
+        &self,
+        buffers: &[&CpuBuffer],
+        vars: &[(Variable, i64)],
+        workers: usize,
+    ) -> Result<(), CpuError> {
         self.check_buffers(buffers)?;
         let registers = self.initial_registers(vars)?;
-        let buffers: &[CpuBuffer] = buffers;
         let groups: usize = self.global_size.iter().product();
         let workers = workers.clamp(1, groups.max(1));
         let chunk = groups.div_ceil(workers);
@@ -77,7 +88,7 @@ impl CpuProgram {
         })
     }
 
-    fn check_buffers(&self, buffers: &[CpuBuffer]) -> Result<(), CpuError> {
+    fn check_buffers(&self, buffers: &[&CpuBuffer]) -> Result<(), CpuError> {
         let needed = self.buffers.iter().map(|b| b.slot + 1).max().unwrap_or(0);
         if buffers.len() < needed {
             return Err(CpuError::BufferCount { expected: needed, got: buffers.len() });
@@ -117,7 +128,7 @@ impl CpuProgram {
     }
 
     /// Runs workgroup `g`: every thread to the next barrier in turn, until all finish.
-    fn run_group(&self, g: usize, buffers: &[CpuBuffer], registers: &[ConstValue]) -> Result<(), CpuError> {
+    fn run_group(&self, g: usize, buffers: &[&CpuBuffer], registers: &[ConstValue]) -> Result<(), CpuError> {
         let mut group = Group {
             buffers,
             locals: self.locals.iter().map(|l| vec![0; l.size]).collect(),
