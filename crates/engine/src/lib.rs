@@ -1,1 +1,31 @@
-//! Engine of wgrad: scheduling lazy graphs into kernels, realize, JIT and BEAM search (to be built).
+//! Engine of wgrad: devices, scheduling lazy graphs into fused kernels, realize, memory
+//! planning, the method cache, counters and DEBUG output.
+//!
+//! A tensor is a lazy graph of UOps ([`lazy`]). [`prepare`]/[`realize`] cut the graph into
+//! kernels ([`schedule`]), compile each kernel once per device, give new buffers memory
+//! (reusing scratch memory within a schedule) and launch a device's kernels together.
+//! Data moves in and out through [`upload`] and [`download`].
+
+mod buffers;
+mod cache;
+mod counters;
+pub mod device;
+mod error;
+pub mod flags;
+pub mod lazy;
+mod memory;
+mod realize;
+mod realized;
+pub mod schedule;
+mod shapes;
+
+pub use buffers::{download, upload};
+pub use cache::cached_kernels;
+pub use counters::{Counters, counters, reset_counters};
+pub use device::{Backend, CompiledProgram, DeviceBuffer, DeviceName, Launch};
+pub use error::EngineError;
+pub use memory::MemoryPlan;
+pub use realize::{Realization, prepare, realize};
+pub use realized::resolve;
+pub use schedule::{ItemKind, Schedule, ScheduleItem, schedule_with};
+pub use shapes::{Shapes, numel};

@@ -1,0 +1,91 @@
+//! The device backend contract: what the engine needs from a place kernels run, and the
+//! registry that opens devices by name.
+//!
+//! A [`Backend`] allocates [`DeviceBuffer`]s, moves bytes in and out of them, compiles a
+//! codegen [`Program`] into a [`CompiledProgram`] and runs batches of [`Launch`]es. The engine
+//! never looks inside `raw`: each backend stores its own handles there and downcasts them.
+//!
+//! Invariants every backend keeps:
+//! - bytes crossing `copy_in`/`copy_out` are the buffer's elements, host little-endian,
+//!   `dtype.itemsize() * len` of them;
+//! - `run` executes the launches in order, as if each finished before the next started,
+//!   and returns one entry per launch (`Some` time only when `timed`);
+//! - a failure is an [`EngineError`], never a panic.
+
+mod cpu;
+mod registry;
+mod wgpu;
+
+use std::any::Any;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wgrad_codegen::{Program, Target};
+use wgrad_dtype::DType;
+
+use crate::EngineError;
+
+pub use cpu::CpuBackend;
+pub use registry::{DEVICE_ENV, DeviceName, available_devices, default_device, memory_used, open_device};
+pub use wgpu::WgpuBackend;
+
+/// Device memory of one buffer: `dtype` elements, `len` of them; bytes are host little-endian.
+#[derive(Clone)]
+pub struct DeviceBuffer {
+    /// Element dtype (a scalar dtype).
+    pub dtype: DType,
+    /// Number of elements.
+    pub len: usize,
+    /// The backend's handle; dropping the last clone frees the memory.
+    pub raw: Arc<dyn Any + Send + Sync>,
+}
+
+/// A program compiled for one backend.
+#[derive(Clone)]
+pub struct CompiledProgram {
+    /// The linear program it was compiled from.
+    pub program: Arc<Program>,
+    /// The backend's handle (a pipeline, an interpreter program).
+    pub raw: Arc<dyn Any + Send + Sync>,
+}
+
+/// One kernel launch: buffers indexed by slot; var values in program.vars order.
+pub struct Launch<'a> {
+    /// The compiled kernel.
+    pub program: &'a CompiledProgram,
+    /// `buffers[slot]` is bound to the program's buffer argument `slot`.
+    pub buffers: Vec<&'a DeviceBuffer>,
+    /// One value per variable of `program.program.vars`, in that order.
+    pub vars: Vec<i64>,
+}
+
+/// A place kernels run.
+pub trait Backend: Send + Sync {
+    /// The device's name for messages and DEBUG output: `"CPU"`, `"WGPU (NVIDIA H200)"`.
+    fn name(&self) -> String;
+    /// The codegen target kernels for this device are optimised for.
+    fn target(&self) -> &Target;
+    /// A buffer of `len` elements of `dtype` (contents unspecified until written).
+    fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, EngineError>;
+    /// Writes `bytes` (exactly the buffer's size) into `buf`.
+    fn copy_in(&self, buf: &DeviceBuffer, bytes: &[u8]) -> Result<(), EngineError>;
+    /// Reads the whole of `buf`.
+    fn copy_out(&self, buf: &DeviceBuffer) -> Result<Vec<u8>, EngineError>;
+    /// Compiles `program` for this device.
+    fn compile(&self, program: &Program) -> Result<CompiledProgram, EngineError>;
+    /// Runs all launches in order as one submission; per-launch GPU times when `timed`.
+    fn run(&self, launches: &[Launch<'_>], timed: bool) -> Result<Vec<Option<Duration>>, EngineError>;
+    /// Bytes of device memory currently allocated through this backend.
+    fn memory_used(&self) -> usize;
+    /// The source the device runs for `p`, printed at DEBUG=4 (WGSL for wgpu); `None` when
+    /// the device runs the program as is.
+    fn source(&self, _p: &CompiledProgram) -> Option<String> {
+        None
+    }
+    /// The most buffers one kernel may bind (outputs and inputs); the scheduler splits
+    /// kernels to stay within it. The default is WebGPU's guaranteed minimum of storage
+    /// buffers per shader stage.
+    fn max_buffers(&self) -> usize {
+        8
+    }
+}

@@ -1,0 +1,64 @@
+//! The engine's error type.
+
+use thiserror::Error;
+use wgrad_codegen::CodegenError;
+use wgrad_dtype::DType;
+use wgrad_shape::ShapeError;
+
+/// Everything that can go wrong in the engine: opening devices, scheduling, compiling and
+/// running kernels.
+#[derive(Debug, Error)]
+pub enum EngineError {
+    /// A device backend failed (allocation, transfer, compilation or a launch); the message
+    /// is the backend's.
+    #[error("{0}")]
+    Runtime(String),
+    /// A device name that is neither `cpu` nor `wgpu[:N]`.
+    #[error("unknown device `{0}` (expected cpu or wgpu[:N])")]
+    UnknownDevice(String),
+    /// A known device that cannot be opened here.
+    #[error("device {name} is not available: {reason}")]
+    DeviceUnavailable {
+        /// The device asked for.
+        name: String,
+        /// Why it cannot be opened.
+        reason: String,
+    },
+    /// A kernel failed to compile.
+    #[error("compiling kernel {name}: {source}")]
+    Codegen {
+        /// The kernel's name.
+        name: String,
+        /// What codegen said.
+        source: Box<CodegenError>,
+    },
+    /// Host data of the wrong size for a buffer.
+    #[error("{got} bytes given for a buffer of {len} x {dtype} ({expected} bytes)")]
+    DataSize {
+        /// Bytes given.
+        got: usize,
+        /// Bytes the buffer holds.
+        expected: usize,
+        /// The buffer's element count.
+        len: usize,
+        /// The buffer's dtype.
+        dtype: DType,
+    },
+    /// A kernel reads buffers on a device other than the one it runs on.
+    #[error("a kernel on {kernel} reads a buffer on {buffer}; move it with `to` first")]
+    CrossDevice {
+        /// The device of the kernel's output.
+        kernel: String,
+        /// The device of the offending input.
+        buffer: String,
+    },
+    /// An assign whose target is not a realized contiguous buffer.
+    #[error("assign target must be a realized contiguous buffer")]
+    AssignTarget,
+    /// A movement op the shape algebra refused (the front end checks arguments first).
+    #[error(transparent)]
+    Shape(#[from] ShapeError),
+    /// A lazy graph node the scheduler does not know how to realize.
+    #[error("cannot schedule {0}")]
+    Unschedulable(String),
+}

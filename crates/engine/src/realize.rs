@@ -1,0 +1,171 @@
+//! Realize: schedule lazy nodes, give the new buffers memory (the planner), compile each
+//! kernel once (the method cache), launch every kernel of a device together, copy between
+//! devices, and count and print what ran (DEBUG=1, 2).
+//!
+//! Realizing is two steps so that callers can swap their lazy nodes for the results in
+//! between: [`prepare`] schedules; [`Realization::run`] then keeps an intermediate buffer
+//! only if some lazy graph still holds the node it computes, and plans the rest as scratch.
+
+use std::time::Duration;
+
+use wgrad_ops::{UOp, UOpMap, UOpSet};
+
+use crate::cache::{Compiled, compiled};
+use crate::counters::count_kernel;
+use crate::device::open_device;
+use crate::lazy::{device_of, reshape};
+use crate::memory::MemoryPlan;
+use crate::schedule::{ItemKind, Schedule, ScheduleItem, schedule_with};
+use crate::{Backend, DeviceBuffer, EngineError, Launch, buffers, flags, memory, realized};
+
+/// A schedule waiting to run.
+pub struct Realization {
+    schedule: Schedule,
+}
+
+/// The schedule of `targets` (lazy UOps) on their devices, not run yet.
+pub fn prepare(targets: &[UOp]) -> Result<Realization, EngineError> {
+    let mut max_buffers = usize::MAX;
+    for t in targets {
+        max_buffers = max_buffers.min(open_device(&device_of(t)?)?.max_buffers());
+    }
+    let schedule = schedule_with(targets, max_buffers)?;
+    if flags::debug() >= 1 && schedule.kernel_count() > 0 {
+        eprintln!("scheduled {} kernels", schedule.kernel_count());
+    }
+    Ok(Realization { schedule })
+}
+
+/// Schedules and runs `targets`, returning the lazy UOps of their values.
+pub fn realize(targets: &[UOp]) -> Result<Vec<UOp>, EngineError> {
+    let r = prepare(targets)?;
+    let results = r.results().to_vec();
+    r.run()?;
+    Ok(results)
+}
+
+impl Realization {
+    /// For each target, the lazy UOp of its value once run (a `RESHAPE(BUFFER)`, or the
+    /// target itself when there was nothing to compute).
+    pub fn results(&self) -> &[UOp] {
+        &self.schedule.results
+    }
+
+    /// The schedule.
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    /// Runs the schedule and records its results; says how much memory its new buffers got.
+    pub fn run(self) -> Result<MemoryPlan, EngineError> {
+        // results nothing holds any more give their buffers up, then the memory goes
+        realized::sweep();
+        buffers::sweep();
+        let outputs = &self.schedule.outputs;
+        let kept: Vec<bool> = outputs
+            .iter()
+            .map(|o| o.target || o.existing || o.keys.iter().any(|(k, _)| k.is_alive()))
+            .collect();
+        let fresh: UOpSet = outputs.iter().filter(|o| !o.existing).map(|o| o.buffer.clone()).collect();
+        let scratch: UOpSet =
+            outputs.iter().zip(&kept).filter(|(_, k)| !**k).map(|(o, _)| o.buffer.clone()).collect();
+        let (mut memory, plan) = memory::plan(&self.schedule.items, &fresh, &scratch)?;
+        for item in &self.schedule.items {
+            for b in &item.bufs {
+                if !memory.contains_key(b) {
+                    let mem = buffers::memory(b)
+                        .ok_or_else(|| EngineError::Unschedulable("a buffer without memory".into()))?;
+                    memory.insert(b.clone(), mem);
+                }
+            }
+        }
+        run_items(&self.schedule.items, &memory)?;
+        for (o, keep) in outputs.iter().zip(kept) {
+            if !keep {
+                continue;
+            }
+            buffers::bind(&o.buffer, memory[&o.buffer].clone());
+            for (key, shape) in &o.keys {
+                if let Some(key) = key.upgrade() {
+                    realized::register(&key, reshape(&o.buffer, shape));
+                }
+            }
+        }
+        Ok(plan)
+    }
+}
+
+/// Runs `items` in order: runs of kernels on one device in one submission.
+fn run_items(items: &[ScheduleItem], memory: &UOpMap<DeviceBuffer>) -> Result<(), EngineError> {
+    let mut start = 0;
+    while start < items.len() {
+        let item = &items[start];
+        let backend = open_device(&item.device)?;
+        if matches!(item.kind, ItemKind::Copy) {
+            let src = &item.bufs[1];
+            let bytes = open_device(&device_of(src)?)?.copy_out(&memory[src])?;
+            backend.copy_in(&memory[&item.bufs[0]], &bytes)?;
+            start += 1;
+            continue;
+        }
+        let end = (start..items.len())
+            .find(|&i| matches!(items[i].kind, ItemKind::Copy) || items[i].device != item.device)
+            .unwrap_or(items.len());
+        launch(&items[start..end], memory, backend.as_ref())?;
+        start = end;
+    }
+    Ok(())
+}
+
+/// Compiles and launches the kernels `items` (all on `backend`) as one submission.
+fn launch(
+    items: &[ScheduleItem],
+    memory: &UOpMap<DeviceBuffer>,
+    backend: &dyn Backend,
+) -> Result<(), EngineError> {
+    let mut kernels: Vec<std::sync::Arc<Compiled>> = Vec::with_capacity(items.len());
+    for item in items {
+        if let ItemKind::Kernel(ast) = &item.kind {
+            kernels.push(compiled(ast, &item.device, backend)?);
+        }
+    }
+    let launches: Vec<Launch<'_>> = items
+        .iter()
+        .zip(&kernels)
+        .map(|(item, k)| Launch {
+            program: &k.program,
+            buffers: item.bufs.iter().map(|b| &memory[b]).collect(),
+            vars: vec![],
+        })
+        .collect();
+    let debug = flags::debug();
+    let times = backend.run(&launches, debug >= 2)?;
+    for ((item, k), time) in items.iter().zip(&kernels).zip(times) {
+        let bytes = k.estimate.bytes_read + k.estimate.bytes_written;
+        count_kernel(k.estimate.flops, bytes, time);
+        if debug >= 2 {
+            print_kernel(item, k, time);
+        }
+    }
+    Ok(())
+}
+
+/// The DEBUG=2 line of one kernel: device, number, name, buffers, memory, time, rates.
+fn print_kernel(item: &ScheduleItem, k: &Compiled, time: Option<Duration>) {
+    let c = crate::counters();
+    let secs = time.map_or(0.0, |t| t.as_secs_f64());
+    let rate = |x: u64| if secs > 0.0 { x as f64 / secs / 1e9 } else { 0.0 };
+    let bytes = k.estimate.bytes_read + k.estimate.bytes_written;
+    eprintln!(
+        "*** {:<8} {:>5} {:<28} arg {:>2} mem {:>6.2} GB tm {:>10.2}us/{:>9.2}ms ({:>8.2} GFLOPS {:>7.2} GB/s)",
+        item.device.to_string(),
+        c.kernels,
+        k.name,
+        item.bufs.len(),
+        c.memory_used as f64 / 1e9,
+        secs * 1e6,
+        c.kernel_time.as_secs_f64() * 1e3,
+        rate(k.estimate.flops),
+        rate(bytes),
+    );
+}

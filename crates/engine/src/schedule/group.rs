@@ -1,0 +1,214 @@
+//! Grouping: which nodes get a buffer of their own (become a kernel's output), as tinygrad
+//! v0.10's scheduler decides it. Everything else fuses into the kernel that reads it.
+//!
+//! Rules, applied until none adds anything:
+//! 1. forced: the targets, `CONTIGUOUS`, `ASSIGN` and `COPY` (and a copy's source unless it
+//!    is a whole buffer already);
+//! 2. a view that expands a value holding a reduce realizes the value (no recomputing the
+//!    reduce per broadcast element); a masked view (a pad) over a value holding an op with
+//!    `f(0) != 0` realizes the value (padding must stay zero);
+//! 3. a kernel holds at most one reduce, reached only through reshapes that keep its
+//!    elements in place; any other reduce it reaches, or one that two kernels reach, is
+//!    realized;
+//! 4. an assign whose value reads the target buffer other than element for element
+//!    realizes the value first;
+//! 5. a kernel binds at most the device's number of buffers: an op whose inputs would
+//!    exceed it realizes its sources.
+
+use wgrad_ops::{GroupOp, OpSet, Ops, UOp, UOpMap, UOpSet};
+
+use super::kernel::{Lowered, buffer_key, lower_kernel};
+use super::views::is_identity;
+use crate::shapes::numel;
+use crate::{EngineError, Shapes};
+
+/// Ops whose value at zero inputs is not zero: a pad must not be pushed through them.
+const UNSAFE_PAD: OpSet = GroupOp::UNSAFE_PAD.union(OpSet::of(&[Ops::Fdiv, Ops::Threefry]));
+
+/// Whether `u` is a whole buffer as it is: a buffer, or the identity view of one.
+pub(crate) fn whole_buffer(u: &UOp, shapes: &mut Shapes) -> bool {
+    match u.op() {
+        Ops::Buffer => true,
+        Ops::View => {
+            let st = u.arg().as_view().expect("a VIEW holds a tracker");
+            let base = &u.src()[0];
+            base.op() == Ops::Buffer && is_identity(st) && numel(shapes.of(u)) == numel(shapes.of(base))
+        }
+        _ => false,
+    }
+}
+
+/// The node a target realizes: `None` for a buffer or constant, the source of a view that
+/// only reshapes, else the target itself.
+pub(crate) fn realized_target(target: &UOp, shapes: &mut Shapes) -> Option<UOp> {
+    match target.op() {
+        Ops::Buffer | Ops::Const => None,
+        Ops::View => {
+            let base = &target.src()[0];
+            let st = target.arg().as_view().expect("a VIEW holds a tracker");
+            match is_identity(st) && numel(shapes.of(target)) == numel(shapes.of(base)) {
+                true => realized_target(base, shapes),
+                false => Some(target.clone()),
+            }
+        }
+        _ => Some(target.clone()),
+    }
+}
+
+struct Grouper<'a> {
+    topo: Vec<UOp>,
+    shapes: &'a mut Shapes,
+    realizes: UOpSet,
+    max_buffers: usize,
+}
+
+impl Grouper<'_> {
+    /// Whether walking down from a consumer stops at `u` (it is read from a buffer).
+    fn stops(&self, u: &UOp) -> bool {
+        u.op() == Ops::Buffer || self.realizes.contains(u)
+    }
+
+    fn realize(&mut self, u: &UOp) -> bool {
+        !matches!(u.op(), Ops::Buffer | Ops::Const | Ops::Device) && self.realizes.insert(u.clone())
+    }
+
+    /// Rule 1.
+    fn forced(&mut self, sink: &UOp) {
+        for t in sink.src() {
+            if let Some(r) = realized_target(t, self.shapes) {
+                self.realize(&r);
+            }
+        }
+        for u in self.topo.clone() {
+            match u.op() {
+                Ops::Contiguous | Ops::Assign => _ = self.realize(&u),
+                Ops::Copy => {
+                    self.realize(&u);
+                    // a copy moves whole buffers: anything else (a constant too) is computed first
+                    if !whole_buffer(&u.src()[0], self.shapes) {
+                        self.realizes.insert(u.src()[0].clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// For each node, whether the part of the graph fused into it holds an op of `ops`.
+    fn holds(&self, ops: OpSet) -> UOpMap<bool> {
+        let mut flags = UOpMap::default();
+        for u in &self.topo {
+            let below = u.src().iter().any(|s| !self.stops(s) && flags.get(s) == Some(&true));
+            flags.insert(u.clone(), ops.contains(u.op()) || below);
+        }
+        flags
+    }
+
+    /// Rule 2.
+    fn views(&mut self) -> bool {
+        let reduces = self.holds(OpSet::of(&[Ops::ReduceAxis]));
+        let unsafe_ops = self.holds(UNSAFE_PAD);
+        let mut changed = false;
+        for u in self.topo.clone().iter().filter(|u| u.op() == Ops::View) {
+            let src = &u.src()[0];
+            if self.stops(src) {
+                continue;
+            }
+            let st = u.arg().as_view().expect("a VIEW holds a tracker");
+            let expands = numel(self.shapes.of(u)) > numel(self.shapes.of(src));
+            let masked = st.views().iter().any(|v| v.mask().is_some());
+            if (expands && reduces[src]) || (masked && unsafe_ops[src]) {
+                changed |= self.realize(src);
+            }
+        }
+        changed
+    }
+
+    /// Rule 5: bottom up, the buffers each node's fused part reads.
+    fn buffer_limit(&mut self) -> bool {
+        let mut reads: UOpMap<Vec<UOp>> = UOpMap::default();
+        let mut changed = false;
+        for u in self.topo.clone() {
+            let mut set = self.read_set(&u, &reads);
+            if set.len() + 1 > self.max_buffers {
+                for s in u.src() {
+                    if !self.stops(s) && reads.get(s).is_some_and(|r| !r.is_empty()) {
+                        changed |= self.realize(s);
+                    }
+                }
+                set = self.read_set(&u, &reads);
+            }
+            reads.insert(u, set);
+        }
+        changed
+    }
+
+    fn read_set(&self, u: &UOp, reads: &UOpMap<Vec<UOp>>) -> Vec<UOp> {
+        let mut set: Vec<UOp> = vec![];
+        for s in u.src().iter().filter(|s| s.op() != Ops::Device) {
+            let add =
+                if self.stops(s) { vec![buffer_key(s)] } else { reads.get(s).cloned().unwrap_or_default() };
+            for b in add {
+                if !set.contains(&b) {
+                    set.push(b);
+                }
+            }
+        }
+        set
+    }
+
+    /// Rules 3 and 4, from each kernel's view of its part of the graph; the kernels as they
+    /// stand (each over its final index space).
+    fn kernels(&mut self) -> Result<(bool, UOpMap<Lowered>), EngineError> {
+        let mut kernels: UOpMap<Lowered> = UOpMap::default();
+        let mut owner: UOpMap<UOp> = UOpMap::default();
+        let mut add: Vec<UOp> = vec![];
+        let roots: Vec<UOp> =
+            self.topo.iter().filter(|u| self.realizes.contains(*u) && u.op() != Ops::Copy).cloned().collect();
+        for root in roots {
+            let lowered = lower_kernel(&root, &self.realizes, self.shapes)?;
+            // a reduce root is its own kernel's reduce
+            let mut kept: Option<UOp> = (root.op() == Ops::ReduceAxis).then(|| root.clone());
+            for (r, st) in &lowered.reduces {
+                let claimed = owner.get(r).is_some_and(|o| *o != root);
+                if *r == root {
+                    continue;
+                }
+                if !is_identity(st) || claimed || kept.as_ref().is_some_and(|k| k != r) {
+                    add.push(r.clone());
+                } else {
+                    kept = Some(r.clone());
+                    owner.insert(r.clone(), root.clone());
+                }
+            }
+            if root.op() == Ops::Assign {
+                let target = buffer_key(&root);
+                let hazard = lowered.loads.iter().any(|(l, st)| buffer_key(l) == target && !is_identity(st));
+                if hazard {
+                    add.push(root.src()[1].clone());
+                }
+            }
+            kernels.insert(root, lowered);
+        }
+        let changed = add.iter().fold(false, |changed, u| self.realize(u) | changed);
+        Ok((changed, kernels))
+    }
+}
+
+/// The nodes of the `VIEW`-form graph under `sink` that get a buffer of their own, and the
+/// kernel of each (over its root's shape).
+pub(crate) fn group(
+    sink: &UOp,
+    shapes: &mut Shapes,
+    max_buffers: usize,
+) -> Result<(UOpSet, UOpMap<Lowered>), EngineError> {
+    let mut g = Grouper { topo: sink.toposort(), shapes, realizes: UOpSet::default(), max_buffers };
+    g.forced(sink);
+    loop {
+        let changed = g.views() | g.buffer_limit();
+        let (grew, kernels) = g.kernels()?;
+        if !(grew || changed) {
+            return Ok((g.realizes, kernels));
+        }
+    }
+}

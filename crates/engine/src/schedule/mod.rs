@@ -1,0 +1,186 @@
+//! Scheduling: a lazy graph becomes a list of kernels and copies, as one list of steps:
+//! 1. `resolve`: nodes realized before are read from their buffers;
+//! 2. `views`: movement ops fold into `VIEW`s, large reductions split in two;
+//! 3. `group`: the nodes that get buffers of their own (the grouping rules);
+//! 4. `kernel`: each such node's part of the graph lowered to a kernel AST;
+//! 5. `order`: the run order.
+
+mod group;
+mod kernel;
+mod order;
+mod views;
+
+use wgrad_dtype::DType;
+use wgrad_ops::{Arg, Ops, UOp, UOpMap, WeakUOp};
+
+use crate::lazy::{buffer, reshape};
+use crate::realized::resolve;
+use crate::shapes::numel;
+use crate::{DeviceName, EngineError, Shapes};
+use group::{group, realized_target, whole_buffer};
+use kernel::{buffer_key, lower_kernel, view_uop};
+use views::{contiguous_st, to_views};
+
+/// What a schedule item does.
+#[derive(Clone, Debug)]
+pub enum ItemKind {
+    /// Runs the kernel AST (a `Sink` of one `Store`); buffer `i` is bound to slot `i`.
+    Kernel(UOp),
+    /// Copies buffer 1 into buffer 0 (across devices).
+    Copy,
+}
+
+/// One step of a schedule.
+#[derive(Clone, Debug)]
+pub struct ScheduleItem {
+    /// A kernel or a copy.
+    pub kind: ItemKind,
+    /// The `BUFFER` UOps it uses: its output first.
+    pub bufs: Vec<UOp>,
+    /// The device it runs on (the output's).
+    pub device: DeviceName,
+}
+
+/// A realized node's buffer, and the lazy nodes whose value it holds (kept weakly: the
+/// buffer outlives the run only if one of them is still alive, or it is a target's).
+pub(crate) struct Output {
+    /// The `BUFFER` written.
+    pub buffer: UOp,
+    /// The lazy nodes computed into it, each with its shape.
+    pub keys: Vec<(WeakUOp, Vec<usize>)>,
+    /// Whether a target's result lives in it.
+    pub target: bool,
+    /// Whether it existed before (an assign's target).
+    pub existing: bool,
+}
+
+/// The kernels and copies that realize some lazy nodes.
+pub struct Schedule {
+    /// The steps, in run order.
+    pub items: Vec<ScheduleItem>,
+    /// For each target, the lazy UOp of its value once the schedule ran.
+    pub results: Vec<UOp>,
+    pub(crate) outputs: Vec<Output>,
+}
+
+impl Schedule {
+    /// Number of kernels (copies not counted).
+    pub fn kernel_count(&self) -> usize {
+        self.items.iter().filter(|i| matches!(i.kind, ItemKind::Kernel(_))).count()
+    }
+
+    /// The kernel ASTs in run order.
+    pub fn kernels(&self) -> Vec<&UOp> {
+        self.items
+            .iter()
+            .filter_map(|i| match &i.kind {
+                ItemKind::Kernel(ast) => Some(ast),
+                ItemKind::Copy => None,
+            })
+            .collect()
+    }
+}
+
+/// The schedule that realizes `targets` (lazy UOps), each kernel binding at most
+/// `max_buffers` buffers.
+pub fn schedule_with(targets: &[UOp], max_buffers: usize) -> Result<Schedule, EngineError> {
+    let resolved: Vec<UOp> = targets.iter().map(resolve).collect();
+    let mut shapes = Shapes::new();
+    let converted = to_views(&UOp::sink(resolved.clone()), &mut shapes)?;
+    let sink = converted.sink;
+    let (realizes, mut kernels) = group(&sink, &mut shapes, max_buffers.max(2))?;
+    let topo: Vec<UOp> = sink.toposort().into_iter().filter(|u| realizes.contains(u)).collect();
+    let mut buffers: UOpMap<UOp> = UOpMap::default();
+    let (mut items, mut nodes, mut outputs) = (vec![], vec![], vec![]);
+    for root in &topo {
+        let (item, reads, buffer) = build(root, kernels.remove(root), &realizes, &mut buffers, &mut shapes)?;
+        let keys = converted
+            .origins
+            .get(root)
+            .map_or(vec![], |o| o.iter().map(|k| (k.downgrade(), shapes.of(k).to_vec())).collect());
+        items.push(item);
+        nodes.push(order::Node { node: root.clone(), reads });
+        outputs.push(Output { buffer, keys, target: false, existing: root.op() == Ops::Assign });
+    }
+    let mut results = Vec::with_capacity(targets.len());
+    for (t, c) in resolved.iter().zip(sink.src()) {
+        let realized = realized_target(c, &mut shapes);
+        if let Some(i) = realized.as_ref().and_then(|r| topo.iter().position(|u| u == r)) {
+            outputs[i].target = true;
+        }
+        results.push(match realized {
+            Some(r) => reshape(&buffers[&r], shapes.of(t)),
+            None => t.clone(),
+        });
+    }
+    let run_order = order::order(&nodes)?;
+    let mut outputs: Vec<Option<Output>> = outputs.into_iter().map(Some).collect();
+    Ok(Schedule {
+        items: run_order.iter().filter_map(|&i| items[i].take()).collect(),
+        outputs: run_order.iter().filter_map(|&i| outputs[i].take()).collect(),
+        results,
+    })
+}
+
+/// The item of the realized node `root` (none for an empty kernel), what it reads, and its
+/// output buffer (recorded in `buffers`); `lowered` is its kernel over its own shape, when
+/// grouping made it already.
+fn build(
+    root: &UOp,
+    lowered: Option<kernel::Lowered>,
+    realizes: &wgrad_ops::UOpSet,
+    buffers: &mut UOpMap<UOp>,
+    shapes: &mut Shapes,
+) -> Result<(Option<ScheduleItem>, Vec<UOp>, UOp), EngineError> {
+    let device = shapes.device(root)?;
+    let shape = shapes.of(root).to_vec();
+    let buffer_of = |u: &UOp, buffers: &UOpMap<UOp>| -> Result<UOp, EngineError> {
+        let key = buffer_key(u);
+        match key.op() {
+            Ops::Buffer => Ok(key),
+            _ => buffers.get(&key).cloned().ok_or(EngineError::AssignTarget),
+        }
+    };
+    let out = match root.op() {
+        Ops::Assign => {
+            let target = &root.src()[0];
+            let whole = whole_buffer(target, shapes) || realizes.contains(target);
+            let out = buffer_of(root, buffers)?;
+            if !whole || !matches!(out.arg(), Arg::Buffer { size, .. } if *size == numel(&shape)) {
+                return Err(EngineError::AssignTarget);
+            }
+            out
+        }
+        _ => buffer(&device, root.dtype(), numel(&shape)),
+    };
+    buffers.insert(root.clone(), out.clone());
+    if root.op() == Ops::Copy {
+        let src = &root.src()[0];
+        let from = match whole_buffer(src, shapes) {
+            true if src.op() == Ops::View => src.src()[0].clone(),
+            _ => buffer_of(src, buffers)?,
+        };
+        let item = ScheduleItem { kind: ItemKind::Copy, bufs: vec![out.clone(), from], device };
+        return Ok((Some(item), vec![src.clone()], out));
+    }
+    let lowered = match lowered {
+        Some(l) => l,
+        None => lower_kernel(root, realizes, shapes)?,
+    };
+    let mut bufs = vec![out.clone()];
+    for slot in &lowered.slots[1..] {
+        let on = shapes.device(slot)?;
+        if on != device {
+            return Err(EngineError::CrossDevice { kernel: device.to_string(), buffer: on.to_string() });
+        }
+        bufs.push(buffer_of(slot, buffers)?);
+    }
+    if numel(&shape) == 0 {
+        return Ok((None, lowered.reads, out));
+    }
+    let dtype: DType = root.dtype();
+    let store =
+        UOp::store([UOp::define_global(dtype, 0), view_uop(contiguous_st(&lowered.shape)), lowered.value]);
+    let item = ScheduleItem { kind: ItemKind::Kernel(UOp::sink([store])), bufs, device };
+    Ok((Some(item), lowered.reads, out))
+}

@@ -1,0 +1,148 @@
+//! First step of scheduling: every chain of movement ops becomes one `VIEW(base, st)` over
+//! the first non-movement node below it, `DETACH` disappears, and large reductions with small
+//! outputs are split in two (tinygrad's `split_reduceop`).
+//!
+//! Invariants of the result: a `VIEW`'s source is never a `VIEW`; a `VIEW` is never the
+//! identity of its source's shape; each node it keeps (or rebuilds) remembers the lazy nodes
+//! it came from (`origins`), so realized results can be found again by the lazy graph.
+
+use std::sync::Arc;
+
+use wgrad_ops::{Arg, GroupOp, Ops, UOp, UOpMap};
+use wgrad_shape::{ShapeTracker, Sint};
+
+use crate::lazy::{arg_pairs, arg_usizes, flip_axes};
+use crate::shapes::numel;
+use crate::{EngineError, Shapes};
+
+/// Reductions at least this many times larger than their output are split (tinygrad's
+/// `REDUCEOP_SPLIT_THRESHOLD`).
+const SPLIT_THRESHOLD: usize = 32768;
+/// The split's first stage keeps at most `2^SPLIT_SIZE` outputs (`REDUCEOP_SPLIT_SIZE`).
+const SPLIT_SIZE: u32 = 22;
+
+/// The graph in `VIEW` form.
+pub(crate) struct Converted {
+    /// The sink of the converted graph.
+    pub sink: UOp,
+    /// For each kept node, the lazy nodes it computes.
+    pub origins: UOpMap<Vec<UOp>>,
+}
+
+/// Dims as `Sint`s.
+pub(crate) fn sints(shape: &[usize]) -> Vec<Sint> {
+    shape.iter().map(|&d| Sint::int(d as i64)).collect()
+}
+
+/// The contiguous tracker of `shape`.
+pub(crate) fn contiguous_st(shape: &[usize]) -> ShapeTracker {
+    // non-negative integer dims always make a tracker
+    ShapeTracker::from_shape(&sints(shape)).expect("usize dims are non-negative")
+}
+
+/// Whether `st` maps each position to the same linear index (every view contiguous).
+pub(crate) fn is_identity(st: &ShapeTracker) -> bool {
+    st.views().iter().all(|v| v.contiguous())
+}
+
+/// `VIEW(base, st)`, or `base` itself when `st` is its identity.
+fn view(base: &UOp, st: ShapeTracker, shapes: &mut Shapes) -> UOp {
+    if st.views().len() == 1 && st.contiguous() && sints(shapes.of(base)) == st.shape() {
+        return base.clone();
+    }
+    UOp::new(Ops::View, base.dtype(), [base.clone()], Arg::View(Arc::new(st)))
+}
+
+/// `x`'s base and the tracker from `x`'s positions to the base's linear index.
+fn base_and_st(x: &UOp, shapes: &mut Shapes) -> (UOp, ShapeTracker) {
+    match x.arg() {
+        Arg::View(st) if x.op() == Ops::View => (x.src()[0].clone(), (**st).clone()),
+        _ => (x.clone(), contiguous_st(shapes.of(x))),
+    }
+}
+
+/// `st` moved by the movement op `op` with argument `arg`.
+fn apply_movement(st: &ShapeTracker, op: Ops, arg: &Arg) -> Result<ShapeTracker, EngineError> {
+    let pairs = || -> Vec<(Sint, Sint)> {
+        arg_pairs(arg).iter().map(|&(a, b)| (Sint::int(a as i64), Sint::int(b as i64))).collect()
+    };
+    Ok(match op {
+        Ops::Reshape => st.reshape(&sints(&arg_usizes(arg)))?,
+        Ops::Expand => st.expand(&sints(&arg_usizes(arg)))?,
+        Ops::Permute => st.permute(&arg_usizes(arg))?,
+        Ops::Pad => st.pad(&pairs())?,
+        Ops::Shrink => st.shrink(&pairs())?,
+        Ops::Flip => st.flip(&flip_axes(arg))?,
+        _ => return Err(EngineError::Unschedulable(format!("{op} is not a movement op"))),
+    })
+}
+
+/// `x` moved by the movement op `u`.
+fn movement(u: &UOp, x: &UOp, shapes: &mut Shapes) -> Result<UOp, EngineError> {
+    let (base, st) = base_and_st(x, shapes);
+    let st = apply_movement(&st, u.op(), u.arg())?;
+    Ok(view(&base, st, shapes))
+}
+
+/// A reduce `r` of a large input into a small output as two reduces: the first over the
+/// original axes of the input with one of them split into `(divisor, rest)` and the divisor
+/// moved last, the second over that last axis; `None` when `r` is not worth splitting.
+fn split_reduce(r: &UOp, shapes: &mut Shapes) -> Option<UOp> {
+    let Arg::ReduceAxis(op, axes) = r.arg() else { return None };
+    let x = &r.src()[0];
+    let shape = shapes.of(x).to_vec();
+    let out = shapes.of(r).to_vec();
+    if numel(&shape) == 0 || numel(&shape) / numel(&out).max(1) < SPLIT_THRESHOLD {
+        return None;
+    }
+    let (base, st) = base_and_st(x, shapes);
+    let strides = st.real_strides(true);
+    let cap = 256.min((1usize << SPLIT_SIZE) / numel(&out).max(1));
+    let (axis, divisor) = axes.iter().find_map(|&a| {
+        let broadcast = strides[a].as_ref().is_some_and(|s| *s == 0);
+        (8..=cap).rev().find(|d| shape[a].is_multiple_of(*d) && !broadcast).map(|d| (a, d))
+    })?;
+    let mut split = shape.clone();
+    split.splice(axis..=axis, [divisor, shape[axis] / divisor]);
+    let order: Vec<usize> = (0..split.len()).filter(|&i| i != axis).chain([axis]).collect();
+    let st = st.reshape(&sints(&split)).ok()?.permute(&order).ok()?;
+    let first = view(&base, st, shapes).reduce_axis(*op, axes);
+    let second = first.reduce_axis(*op, &[out.len()]);
+    let mut second_shape = out.clone();
+    second_shape.push(1);
+    let back = contiguous_st(&second_shape).reshape(&sints(&out)).ok()?;
+    Some(view(&second, back, shapes))
+}
+
+/// Whether a node of this op can be a kernel's output (and so have lazy origins).
+fn computes(op: Ops) -> bool {
+    !GroupOp::MOVEMENT.contains(op)
+        && !matches!(op, Ops::Detach | Ops::Sink | Ops::Device | Ops::Buffer | Ops::Const | Ops::View)
+}
+
+/// The graph under `sink` in `VIEW` form (see the module docs).
+pub(crate) fn to_views(sink: &UOp, shapes: &mut Shapes) -> Result<Converted, EngineError> {
+    let mut done: UOpMap<UOp> = UOpMap::default();
+    let mut origins: UOpMap<Vec<UOp>> = UOpMap::default();
+    for u in sink.toposort() {
+        let src: Vec<UOp> = u.src().iter().map(|s| done[s].clone()).collect();
+        let new = match u.op() {
+            op if GroupOp::MOVEMENT.contains(op) => movement(&u, &src[0], shapes)?,
+            Ops::Detach => src[0].clone(),
+            _ => {
+                let rebuilt =
+                    if src.iter().zip(u.src()).all(|(a, b)| a == b) { u.clone() } else { u.with_src(src) };
+                match rebuilt.op() {
+                    Ops::ReduceAxis => split_reduce(&rebuilt, shapes).unwrap_or(rebuilt),
+                    _ => rebuilt,
+                }
+            }
+        };
+        if computes(u.op()) {
+            let node = if new.op() == Ops::View { new.src()[0].clone() } else { new.clone() };
+            origins.entry(node).or_default().push(u.clone());
+        }
+        done.insert(u, new);
+    }
+    Ok(Converted { sink: done[sink].clone(), origins })
+}

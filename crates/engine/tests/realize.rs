@@ -1,0 +1,55 @@
+//! Realizing lazy graphs built straight from the engine's vocabulary: results, the memory
+//! planner, assign and its errors.
+
+mod common;
+
+use common::{centered, tensor, values};
+use wgrad_engine::{EngineError, lazy, prepare, realize, schedule_with};
+use wgrad_ops::Ops;
+
+#[test]
+fn elementwise_reduce_and_views() {
+    let a = tensor(&[1., 2., 3., 4., 5., 6.], &[2, 3]);
+    let b = tensor(&[1., 1., 1., 2., 2., 2.], &[2, 3]);
+    let c = &(&a * &b) + &a;
+    let sum = lazy::reshape(&lazy::reduce(&c, Ops::Add, &[1]), &[2]);
+    let transposed = lazy::contiguous(&lazy::permute(&a, &[1, 0]));
+    let r = realize(&[c, sum, transposed]).unwrap();
+    assert_eq!(values(&r[0]), [2., 4., 6., 12., 15., 18.]);
+    assert_eq!(values(&r[1]), [12., 45.]);
+    assert_eq!(values(&r[2]), [1., 4., 2., 5., 3., 6.]);
+}
+
+#[test]
+fn scratch_buffers_share_memory() {
+    // three rounds of `contiguous(x - max(x))`: each round's max and result are read only by
+    // the next round, so later rounds take the memory of earlier ones
+    let x = tensor(&(0..64).map(|i| i as f32).collect::<Vec<_>>(), &[8, 8]);
+    let mut y = x.clone();
+    for _ in 0..3 {
+        y = lazy::contiguous(&centered(&y, &[8, 8], 1));
+    }
+    let pending = prepare(&[y]).unwrap();
+    let result = pending.results()[0].clone();
+    let plan = pending.run().unwrap();
+    assert!(plan.allocated < plan.requested, "{plan:?}");
+    let row: Vec<f32> = (-7..=0).map(|v| v as f32).collect();
+    assert_eq!(values(&result), row.repeat(8));
+}
+
+#[test]
+fn assign_writes_the_target_buffer() {
+    let w = tensor(&[1., 2., 3.], &[3]);
+    let updated = lazy::assign(&w, &(&w + &w));
+    let r = realize(&[updated]).unwrap();
+    assert_eq!(r[0].src()[0], w.src()[0], "an assign's result is its target's buffer");
+    assert_eq!(values(&r[0]), [2., 4., 6.]);
+}
+
+#[test]
+fn assigning_to_a_view_is_refused() {
+    let w = tensor(&[1., 2., 3., 4.], &[4]);
+    let part = lazy::shrink(&w, &[(1, 3)]);
+    let err = schedule_with(&[lazy::assign(&part, &(&part + &part))], 32).err();
+    assert!(matches!(err, Some(EngineError::AssignTarget)), "{err:?}");
+}
