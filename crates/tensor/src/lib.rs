@@ -1,1 +1,37 @@
-//! Tensor front end of wgrad: lazy tensors, autograd, nn layers and optimizers (to be built).
+//! Tensor front end of wgrad: lazy tensors over the engine's UOp graph, named as tinygrad
+//! names things, with autograd.
+//!
+//! ```
+//! use wgrad_tensor::Tensor;
+//! # fn main() -> Result<(), wgrad_tensor::TensorError> {
+//! let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
+//! let b = (&a * &a).sum(&[1], false)?; // one fused kernel, run on demand
+//! assert_eq!(b.to_vec::<f32>()?, vec![5.0, 25.0]);
+//! # Ok(()) }
+//! ```
+//!
+//! Ops only record a graph: movement ops are views, elementwise chains fuse with the
+//! reduce they feed, and nothing runs until a value is asked for (`to_vec`, `item`) or
+//! `realize` is called. Fallible ops return [`Result`] with a [`TensorError`] naming the
+//! shapes and dtypes involved; the `std::ops` operators panic with that message instead.
+
+mod autograd;
+mod binary;
+mod create;
+mod element;
+mod error;
+mod gradient;
+mod matmul;
+mod movement;
+mod reduce;
+mod tensor;
+mod unary;
+
+pub use autograd::no_grad;
+pub use binary::Value;
+pub use create::with_default_device;
+pub use element::Element;
+pub use error::{Operand, Result, TensorError};
+pub use tensor::Tensor;
+pub use wgrad_dtype::DType;
+pub use wgrad_engine::DeviceName;

@@ -1,0 +1,109 @@
+//! Autograd: which tensors want gradients, `backward`, and the no-grad scope.
+//!
+//! A tensor asks for gradients with `set_requires_grad(true)`, which gives it a buffer of
+//! its own (so its graph node is unique). `backward` on a scalar finds every such tensor
+//! still alive whose node the scalar's graph contains, builds their gradients lazily with
+//! the rules of [`crate::gradient`], and adds them to `grad`.
+
+use std::cell::Cell;
+use std::sync::atomic::Ordering;
+use std::sync::{LazyLock, Mutex, PoisonError, Weak};
+
+use wgrad_ops::UOp;
+
+use crate::Tensor;
+use crate::error::{Result, TensorError};
+use crate::gradient::compute_gradient;
+use crate::tensor::Inner;
+
+thread_local! {
+    /// How many `no_grad` scopes this thread is inside.
+    static NO_GRAD: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The tensors that asked for gradients (weakly: dropped tensors leave).
+static WANT_GRAD: LazyLock<Mutex<Vec<Weak<Inner>>>> = LazyLock::new(Mutex::default);
+
+/// Whether ops record gradients on this thread (outside every `no_grad` scope).
+pub(crate) fn grad_enabled() -> bool {
+    NO_GRAD.with(|n| n.get() == 0)
+}
+
+/// Leaves the no-grad scope it was made in when dropped (also on panic).
+struct Scope;
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        NO_GRAD.with(|n| n.set(n.get() - 1));
+    }
+}
+
+/// Runs `f` with gradients off: tensors made inside are detached (no gradient flows back
+/// through them), as in an optimizer step.
+pub fn no_grad<T>(f: impl FnOnce() -> T) -> T {
+    NO_GRAD.with(|n| n.set(n.get() + 1));
+    let _scope = Scope;
+    f()
+}
+
+impl Tensor {
+    /// Whether `backward` computes a gradient for this tensor.
+    pub fn requires_grad(&self) -> bool {
+        self.0.requires_grad.load(Ordering::Relaxed)
+    }
+
+    /// Asks for (or stops asking for) this tensor's gradient. A tensor not in a buffer of
+    /// its own is realized into one first, so that no other tensor shares its graph node.
+    pub fn set_requires_grad(&self, on: bool) -> Result<&Tensor> {
+        if on && self.buffer().is_none() {
+            let own = self.contiguous();
+            own.realize()?;
+            self.set_uop(own.uop());
+        }
+        if on && !self.0.requires_grad.swap(true, Ordering::Relaxed) {
+            let mut want = WANT_GRAD.lock().unwrap_or_else(PoisonError::into_inner);
+            want.retain(|w| w.strong_count() > 0);
+            want.push(std::sync::Arc::downgrade(&self.0));
+        }
+        if !on {
+            self.0.requires_grad.store(false, Ordering::Relaxed);
+        }
+        Ok(self)
+    }
+
+    /// The gradient `backward` accumulated, if any.
+    pub fn grad(&self) -> Option<Tensor> {
+        self.0.grad.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Forgets the accumulated gradient.
+    pub fn zero_grad(&self) {
+        *self.0.grad.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// Computes the gradient of this scalar with respect to every live tensor that requires
+    /// one and contributes to it, adding it to that tensor's `grad` (lazily: nothing runs).
+    pub fn backward(&self) -> Result<()> {
+        if !self.shape().is_empty() {
+            return Err(TensorError::NotScalar { op: "backward", operand: self.operand() });
+        }
+        let wanting: Vec<Tensor> = {
+            let want = WANT_GRAD.lock().unwrap_or_else(PoisonError::into_inner);
+            want.iter().filter_map(Weak::upgrade).map(Tensor).filter(Tensor::requires_grad).collect()
+        };
+        let targets: Vec<UOp> = wanting.iter().map(Tensor::uop).collect();
+        let grads = compute_gradient(&self.uop(), &self.ones_like(), &targets)?;
+        let mut any = false;
+        for (t, u) in wanting.iter().zip(&targets) {
+            let Some(g) = grads.get(u) else { continue };
+            any = true;
+            let g = Tensor::from_uop(g.clone(), t.shape().to_vec(), t.device().clone()).cast(t.dtype());
+            let mut slot = t.0.grad.lock().unwrap_or_else(PoisonError::into_inner);
+            *slot = Some(match slot.take() {
+                Some(old) => &old + &g,
+                None => g,
+            });
+        }
+        if any { Ok(()) } else { Err(TensorError::NothingRequiresGrad) }
+    }
+}

@@ -1,0 +1,39 @@
+//! Matrix products as tinygrad writes them: a broadcast multiply and a sum over the shared
+//! dim, which the scheduler fuses into one reduce kernel.
+
+use wgrad_dtype::least_upper_dtype;
+
+use crate::Tensor;
+use crate::error::{Result, TensorError};
+
+impl Tensor {
+    /// The matrix product (numpy's `matmul`: vectors, matrices, batches broadcast).
+    pub fn matmul(&self, w: &Tensor) -> Result<Tensor> {
+        let (n1, n2) = (self.ndim(), w.ndim());
+        let bad = || TensorError::Matmul { lhs: self.operand(), rhs: w.operand() };
+        if n1 == 0 || n2 == 0 || self.shape()[n1 - 1] != w.shape()[n2 - n2.min(2)] {
+            return Err(bad());
+        }
+        let k = self.shape()[n1 - 1];
+        let ones = n1.min(n2).saturating_sub(1).min(1);
+        let mut x_shape = self.shape()[..n1 - 1].to_vec();
+        x_shape.extend(std::iter::repeat_n(1, ones));
+        x_shape.push(k);
+        let mut w_shape = w.shape()[..n2 - n2.min(2)].to_vec();
+        w_shape.extend(std::iter::repeat_n(1, ones));
+        w_shape.extend_from_slice(&w.shape()[n2 - n2.min(2)..]);
+        let x = self.reshape_to(&x_shape);
+        let w = w.reshape_to(&w_shape).transpose(-1, -(n2.min(2) as isize))?;
+        let out = x.mul(&w).map_err(|_| bad())?.sum(&[-1], false)?;
+        Ok(out.cast(least_upper_dtype(&[self.dtype(), w.dtype()])))
+    }
+
+    /// `x @ weight + bias` with `weight` of shape `(in, out)`.
+    pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        let y = self.matmul(weight)?;
+        match bias {
+            Some(b) => y.add(b),
+            None => Ok(y),
+        }
+    }
+}

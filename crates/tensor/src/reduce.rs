@@ -1,0 +1,169 @@
+//! Reductions over axes (an empty axis list means every axis), and what tinygrad builds
+//! from them: mean, variance, softmax, logsumexp, argmax, cumulative sums.
+
+use wgrad_dtype::{DType, sum_acc_dtype};
+use wgrad_engine::lazy;
+use wgrad_ops::Ops;
+
+use crate::Tensor;
+use crate::error::{Result, ok};
+
+impl Tensor {
+    /// The reduced axes (all when `axes` is empty), sorted, without repeats.
+    fn reduce_axes(&self, op: &'static str, axes: &[isize]) -> Result<Vec<usize>> {
+        let mut out = match axes.is_empty() {
+            true => (0..self.ndim()).collect(),
+            false => axes.iter().map(|&a| self.axis(op, a, self.ndim())).collect::<Result<Vec<_>>>()?,
+        };
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+
+    /// `op` over `axes`, keeping them as size 1 if `keepdim`.
+    fn reduce(&self, op: Ops, name: &'static str, axes: &[isize], keepdim: bool) -> Result<Tensor> {
+        let axes = self.reduce_axes(name, axes)?;
+        let kept: Vec<usize> =
+            self.shape().iter().enumerate().map(|(i, &s)| if axes.contains(&i) { 1 } else { s }).collect();
+        let reduced = match axes.iter().all(|&a| self.shape()[a] == 1) {
+            true => self.reshape_to(&kept),
+            false => self.with(lazy::reduce(&self.uop(), op, &axes), kept.clone()),
+        };
+        let dropped: Vec<usize> =
+            kept.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &s)| s).collect();
+        Ok(if keepdim { reduced } else { reduced.reshape_to(&dropped) })
+    }
+
+    /// The number of elements each output of a reduction over `axes` combines.
+    fn reduced_count(&self, axes: &[isize]) -> Result<usize> {
+        Ok(self.reduce_axes("count", axes)?.iter().map(|&a| self.shape()[a]).product())
+    }
+
+    /// The sum over `axes`; integers and bools sum as int32 or wider, halves in float32 and
+    /// back.
+    pub fn sum(&self, axes: &[isize], keepdim: bool) -> Result<Tensor> {
+        let acc = sum_acc_dtype(self.dtype());
+        let out = self.cast(acc).reduce(Ops::Add, "sum", axes, keepdim)?;
+        Ok(if matches!(self.dtype(), DType::F16 | DType::BF16) { out.cast(self.dtype()) } else { out })
+    }
+
+    /// The maximum over `axes`.
+    pub fn max(&self, axes: &[isize], keepdim: bool) -> Result<Tensor> {
+        self.reduce(Ops::Max, "max", axes, keepdim)
+    }
+
+    /// The minimum over `axes`.
+    pub fn min(&self, axes: &[isize], keepdim: bool) -> Result<Tensor> {
+        Ok(self.neg().max(axes, keepdim)?.neg())
+    }
+
+    /// The mean over `axes` (in float32 for integer inputs).
+    pub fn mean(&self, axes: &[isize], keepdim: bool) -> Result<Tensor> {
+        let n = self.reduced_count(axes)?.max(1);
+        self.float().sum(axes, keepdim)?.div(n as f64)
+    }
+
+    /// The variance over `axes`, dividing by `count - correction`.
+    pub fn var(&self, axes: &[isize], keepdim: bool, correction: usize) -> Result<Tensor> {
+        let centered = self.sub(&self.mean(axes, true)?)?;
+        let n = self.reduced_count(axes)?.saturating_sub(correction);
+        centered.square().sum(axes, keepdim)?.div(n as f64)
+    }
+
+    /// The standard deviation over `axes`.
+    pub fn std(&self, axes: &[isize], keepdim: bool, correction: usize) -> Result<Tensor> {
+        Ok(self.var(axes, keepdim, correction)?.sqrt())
+    }
+
+    /// `x - max` and `e^(x - max)` along `axis`, shared by the softmaxes.
+    fn shifted_exp(&self, axis: isize) -> Result<(Tensor, Tensor, Tensor)> {
+        let m = self.sub(self.max(&[axis], true)?.detach())?;
+        let e = m.exp();
+        let s = e.sum(&[axis], true)?;
+        Ok((m, e, s))
+    }
+
+    /// `e^x / sum(e^x)` along `axis`.
+    pub fn softmax(&self, axis: isize) -> Result<Tensor> {
+        let (_, e, s) = self.float().shifted_exp(axis)?;
+        e.div(&s)
+    }
+
+    /// `log(softmax(x))` along `axis`.
+    pub fn log_softmax(&self, axis: isize) -> Result<Tensor> {
+        let (m, _, s) = self.float().shifted_exp(axis)?;
+        m.sub(s.log())
+    }
+
+    /// `log(sum(e^x))` over `axis`, computed stably.
+    pub fn logsumexp(&self, axis: isize, keepdim: bool) -> Result<Tensor> {
+        let m = self.float().max(&[axis], true)?;
+        let s = self.sub(&m)?.exp().sum(&[axis], keepdim)?.log();
+        s.add(if keepdim { m } else { m.squeeze(axis)? })
+    }
+
+    /// Whether any element over `axes` is true (non-zero).
+    pub fn any(&self, axes: &[isize], keepdim: bool) -> Result<Tensor> {
+        self.cast(DType::BOOL).max(axes, keepdim)
+    }
+
+    /// Whether every element over `axes` is true (non-zero).
+    pub fn all(&self, axes: &[isize], keepdim: bool) -> Result<Tensor> {
+        Ok(self.logical_not().any(axes, keepdim)?.logical_not())
+    }
+
+    /// The index of the first maximum along `axis`, as int32.
+    pub fn argmax(&self, axis: isize, keepdim: bool) -> Result<Tensor> {
+        let a = self.axis("argmax", axis, self.ndim())?;
+        let n = self.shape()[a];
+        let is_max = self.eq(&self.max(&[axis], true)?)?;
+        let mut shape = vec![1; self.ndim()];
+        shape[a] = n;
+        // n, n-1, .., 1 along the axis: the first maximum has the largest value
+        let countdown = Tensor::arange_with(n as f64, 0.0, -1.0, DType::I32)?.reshape_to(&shape);
+        let picked = is_max.cast(DType::I32).mul(&countdown)?.max(&[axis], keepdim)?;
+        picked.rsub(n as i64)
+    }
+
+    /// Running sums along `axis`: each output the sum of a window of the input padded with
+    /// `n - 1` zeros in front, the windows made by tiling and reshaping (no copies).
+    pub fn cumsum(&self, axis: isize) -> Result<Tensor> {
+        let a = self.axis("cumsum", axis, self.ndim())?;
+        let n = self.shape()[a];
+        if n == 0 {
+            return Ok(self.clone());
+        }
+        let last = self.ndim() - 1;
+        let moved = ok(self.transpose(a as isize, last as isize));
+        let mut pads = vec![(0, 0); self.ndim()];
+        pads[last] = (n - 1, 0);
+        let padded = moved.pad(&pads)?;
+        let len = 2 * n - 1;
+        let lead = &padded.shape()[..last];
+        // rows of len + 1 starting at the padded row: window i is row i, elements i..i+n
+        let tiled_shape: Vec<usize> = lead.iter().copied().chain([n + 1, len]).collect();
+        let mut unsq = lead.to_vec();
+        unsq.extend([1, len]);
+        let tiled = ok(padded.reshape_to(&unsq).expand(&tiled_shape));
+        let mut flat = lead.to_vec();
+        flat.push((n + 1) * len);
+        let flat = tiled.reshape_to(&flat);
+        let mut cut: Vec<(usize, usize)> = lead.iter().map(|&d| (0, d)).collect();
+        cut.push((0, n * (len + 1)));
+        let windows_shape: Vec<usize> = lead.iter().copied().chain([n, len + 1]).collect();
+        let windows = flat.shrink(&cut)?.reshape_to(&windows_shape);
+        let mut keep: Vec<(usize, usize)> = lead.iter().map(|&d| (0, d)).collect();
+        keep.extend([(0, n), (0, n)]);
+        let summed = windows.shrink(&keep)?.sum(&[-1], false)?;
+        let back = summed.transpose(a as isize, last as isize)?;
+        Ok(back.cast(if self.dtype().is_float() { self.dtype() } else { back.dtype() }))
+    }
+}
+
+impl Tensor {
+    /// `(x - mean) / sqrt(var + eps)` over the last `axis` (tinygrad's `layernorm`).
+    pub fn layernorm(&self, axis: isize, eps: f64) -> Result<Tensor> {
+        let y = self.sub(&self.mean(&[axis], true)?)?;
+        y.mul(y.square().mean(&[axis], true)?.add(eps)?.rsqrt())
+    }
+}

@@ -1,0 +1,275 @@
+//! Elementwise math: the primitives the IR has (`exp2`, `log2`, `sin`, `sqrt`, `recip`,
+//! `trunc`) and tinygrad's compositions of them. Integer inputs compute in float32.
+
+use std::f64::consts::{FRAC_PI_2, LN_2, LOG2_10, PI};
+
+use wgrad_dtype::least_upper_float;
+use wgrad_ops::Ops;
+
+use crate::Tensor;
+use crate::error::ok;
+
+/// `c0 * x^n + c1 * x^(n-1) + ... + cn` by Horner's rule.
+fn poly(x: &Tensor, coeffs: &[f64]) -> Tensor {
+    coeffs.iter().skip(1).fold(x.full_like(coeffs[0]), |acc, &c| &(&acc * x) + c)
+}
+
+impl Tensor {
+    /// This tensor in a float dtype (integers and bools become float32).
+    pub fn float(&self) -> Tensor {
+        self.cast(least_upper_float(self.dtype()))
+    }
+
+    fn unary(&self, op: Ops) -> Tensor {
+        self.float().alu(op, &[])
+    }
+
+    /// `2^x`.
+    pub fn exp2(&self) -> Tensor {
+        self.unary(Ops::Exp2)
+    }
+
+    /// `log2(x)`.
+    pub fn log2(&self) -> Tensor {
+        self.unary(Ops::Log2)
+    }
+
+    /// `sin(x)`.
+    pub fn sin(&self) -> Tensor {
+        self.unary(Ops::Sin)
+    }
+
+    /// `sqrt(x)`.
+    pub fn sqrt(&self) -> Tensor {
+        self.unary(Ops::Sqrt)
+    }
+
+    /// `1 / x`.
+    pub fn recip(&self) -> Tensor {
+        self.unary(Ops::Recip)
+    }
+
+    /// Rounding toward zero (integers unchanged).
+    pub fn trunc(&self) -> Tensor {
+        match self.dtype().is_float() {
+            true => self.alu(Ops::Trunc, &[]),
+            false => self.clone(),
+        }
+    }
+
+    /// `e^x`.
+    pub fn exp(&self) -> Tensor {
+        (&self.float() * (1.0 / LN_2)).exp2()
+    }
+
+    /// The natural logarithm.
+    pub fn log(&self) -> Tensor {
+        &self.log2() * LN_2
+    }
+
+    /// The base-10 logarithm.
+    pub fn log10(&self) -> Tensor {
+        &self.log2() * (1.0 / LOG2_10)
+    }
+
+    /// `1 / sqrt(x)`.
+    pub fn rsqrt(&self) -> Tensor {
+        self.recip().sqrt()
+    }
+
+    /// `cos(x)`, as `sin(pi/2 - x)`.
+    pub fn cos(&self) -> Tensor {
+        ok(self.float().rsub(FRAC_PI_2)).sin()
+    }
+
+    /// `tan(x)`.
+    pub fn tan(&self) -> Tensor {
+        &self.sin() / &self.cos()
+    }
+
+    /// `x * x`.
+    pub fn square(&self) -> Tensor {
+        self * self
+    }
+
+    /// `-1`, `0` or `1` by the sign of `x`.
+    pub fn sign(&self) -> Tensor {
+        let sign = ok(ok(self.lt(0)).where_(-1, 1)).cast(self.dtype());
+        let nonzero = ok(ok(self.ne(0)).where_(sign, self.zeros_like()));
+        // `+ x * 0` keeps a NaN a NaN, as tinygrad does
+        &nonzero + &ok(self.mul(0))
+    }
+
+    /// `|x|`.
+    pub fn abs(&self) -> Tensor {
+        self * &self.sign()
+    }
+
+    /// `max(x, 0)`.
+    pub fn relu(&self) -> Tensor {
+        ok(ok(self.gt(0)).where_(self, 0))
+    }
+
+    /// `1 / (1 + e^-x)`.
+    pub fn sigmoid(&self) -> Tensor {
+        (&(&self.float() * (-1.0 / LN_2)).exp2() + 1.0).recip()
+    }
+
+    /// `tanh(x)`, as `2 sigmoid(2x) - 1`.
+    pub fn tanh(&self) -> Tensor {
+        &(&(&self.float() * 2.0).sigmoid() * 2.0) - 1.0
+    }
+
+    /// `sinh(x)`.
+    pub fn sinh(&self) -> Tensor {
+        &(&self.exp() - &self.neg().exp()) / 2.0
+    }
+
+    /// `cosh(x)`.
+    pub fn cosh(&self) -> Tensor {
+        &(&self.exp() + &self.neg().exp()) / 2.0
+    }
+
+    /// `atanh(x)`.
+    pub fn atanh(&self) -> Tensor {
+        &(&(&self.float() + 1.0) / &ok(self.float().rsub(1.0))).log() / 2.0
+    }
+
+    /// `asinh(x)`.
+    pub fn asinh(&self) -> Tensor {
+        (self + &(&self.square() + 1.0).sqrt()).log()
+    }
+
+    /// `acosh(x)`.
+    pub fn acosh(&self) -> Tensor {
+        (self + &(&self.square() - 1.0).sqrt()).log()
+    }
+
+    /// `asin(x)` (Abramowitz and Stegun 4.4.46, error below 2e-8).
+    pub fn asin(&self) -> Tensor {
+        let coeffs = [
+            -0.0012624911,
+            0.0066700901,
+            -0.0170881256,
+            0.0308918810,
+            -0.0501743046,
+            0.0889789874,
+            -0.2145988016,
+            1.5707963050,
+        ];
+        let a = self.float().abs();
+        let x = ok((&ok(a.rsub(1.0)).sqrt() * &poly(&a, &coeffs)).rsub(FRAC_PI_2));
+        &self.sign() * &x
+    }
+
+    /// `acos(x)`.
+    pub fn acos(&self) -> Tensor {
+        ok(self.asin().rsub(FRAC_PI_2))
+    }
+
+    /// `atan(x)`, as `asin(x / sqrt(1 + x^2))`.
+    pub fn atan(&self) -> Tensor {
+        (self / &(&self.square() + 1.0).sqrt()).asin()
+    }
+
+    /// The error function (Abramowitz and Stegun 7.1.26, error below 1.5e-7).
+    pub fn erf(&self) -> Tensor {
+        let t = (&(&self.float().abs() * 0.3275911) + 1.0).recip();
+        let p = poly(&t, &[1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592]);
+        &self.sign() * &ok((&(&t * &p) * &self.square().neg().exp()).rsub(1.0))
+    }
+
+    /// Rounding up.
+    pub fn ceil(&self) -> Tensor {
+        let b = self.trunc();
+        ok(ok(self.gt(&b)).where_(&b + 1.0, &b))
+    }
+
+    /// Rounding down.
+    pub fn floor(&self) -> Tensor {
+        let b = self.trunc();
+        ok(ok(self.lt(&b)).where_(&b - 1.0, &b))
+    }
+
+    /// Rounding to nearest, ties to even.
+    pub fn round(&self) -> Tensor {
+        let half = &self.trunc() / 2.0;
+        let even = ok(half.trunc().eq(&half));
+        let up = ok(ok(self.gt(0)).eq(even));
+        ok(up.where_((self - 0.5).ceil(), (self + 0.5).floor()))
+    }
+
+    /// Whether each element is NaN.
+    pub fn isnan(&self) -> Tensor {
+        ok(self.ne(self))
+    }
+
+    /// `x` where positive, `slope * x` elsewhere.
+    pub fn leaky_relu(&self, slope: f64) -> Tensor {
+        ok(ok(self.lt(0)).where_(self * slope, self))
+    }
+
+    /// `max(x, 0) + min(0, alpha (e^(x/alpha) - 1))`.
+    pub fn celu(&self, alpha: f64) -> Tensor {
+        let neg = &(&(self / alpha).exp() - 1.0) * alpha;
+        &self.relu() + &ok(neg.minimum(0.0))
+    }
+
+    /// `x` where positive, `alpha (e^x - 1)` elsewhere.
+    pub fn elu(&self, alpha: f64) -> Tensor {
+        &self.relu() - &(&ok(self.exp().rsub(1.0)).relu() * alpha)
+    }
+
+    /// The scaled ELU of Klambauer et al.
+    pub fn selu(&self) -> Tensor {
+        let (alpha, gamma) = (1.673_263_242_354_377_3, 1.050_700_987_355_480_5);
+        let neg = &(&self.exp() - 1.0) * alpha;
+        &ok(ok(self.ge(0)).where_(self, neg)) * gamma
+    }
+
+    /// `x * sigmoid(x)`.
+    pub fn silu(&self) -> Tensor {
+        self * &self.sigmoid()
+    }
+
+    /// `log(1 + e^x)`.
+    pub fn softplus(&self) -> Tensor {
+        (&self.exp() + 1.0).log()
+    }
+
+    /// `x * tanh(softplus(x))`.
+    pub fn mish(&self) -> Tensor {
+        self * &self.softplus().tanh()
+    }
+
+    /// `x * sigmoid(1.702 x)`.
+    pub fn quick_gelu(&self) -> Tensor {
+        self * &(self * 1.702).sigmoid()
+    }
+
+    /// The tanh approximation of GELU.
+    pub fn gelu(&self) -> Tensor {
+        let inner = &(self + &(&(&(self * self) * self) * 0.044715)) * (2.0 / PI).sqrt();
+        &(self * 0.5) * &(&inner.tanh() + 1.0)
+    }
+
+    /// `x` clamped to `[min, max]`.
+    pub fn clip(&self, min: f64, max: f64) -> Tensor {
+        ok(ok(self.maximum(min)).minimum(max))
+    }
+
+    /// `x` clamped to `[min, max]` (for floats, `clip`).
+    pub fn hardtanh(&self, min: f64, max: f64) -> Tensor {
+        self.clip(min, max)
+    }
+
+    /// `min(max(x, 0), 6)`.
+    pub fn relu6(&self) -> Tensor {
+        &self.relu() - &(self - 6.0).relu()
+    }
+
+    /// `x * relu6(x + 3) / 6`.
+    pub fn hardswish(&self) -> Tensor {
+        &(self * &(self + 3.0).relu6()) * (1.0 / 6.0)
+    }
+}

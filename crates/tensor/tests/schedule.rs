@@ -1,0 +1,338 @@
+//! Kernel counts of named graphs, in the style of tinygrad's `test_schedule`, each also
+//! run on every device and checked against a host computation.
+
+mod common;
+
+use common::devices;
+
+use wgrad_engine::{ItemKind, Schedule};
+use wgrad_ops::Ops;
+use wgrad_tensor::{DType, Result, Tensor, with_default_device};
+
+/// Deterministic values in [-2, 2) for a tensor of `n` elements.
+fn data(n: usize, seed: usize) -> Vec<f32> {
+    (0..n).map(|i| ((i * 7919 + seed * 104_729) % 4000) as f32 / 1000.0 - 2.0).collect()
+}
+
+fn tensor(shape: &[usize], seed: usize) -> Tensor {
+    Tensor::from_vec(data(shape.iter().product(), seed), shape).unwrap()
+}
+
+/// Asserts that `build` schedules into `kernels` kernels (binding at most 32 buffers each)
+/// and computes `expect` on every device.
+fn check(kernels: usize, build: impl Fn() -> Result<Tensor>, expect: impl Fn() -> Vec<f32>) {
+    for device in devices() {
+        with_default_device(&device, || {
+            let t = build().unwrap();
+            let schedule = t.schedule(32).unwrap();
+            assert_eq!(schedule.kernel_count(), kernels, "kernels on {device}: {:#?}", schedule.kernels());
+            let got = t.to_vec::<f32>().unwrap();
+            let want = expect();
+            assert_eq!(got.len(), want.len());
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!((g - w).abs() <= 1e-4 + 1e-4 * w.abs(), "{device} [{i}]: {g} != {w}");
+            }
+        });
+    }
+}
+
+fn rows(v: &[f32], cols: usize) -> Vec<&[f32]> {
+    v.chunks(cols).collect()
+}
+
+fn reduces(s: &Schedule) -> Vec<usize> {
+    s.kernels().iter().map(|k| k.toposort().iter().filter(|u| u.op() == Ops::ReduceAxis).count()).collect()
+}
+
+#[test]
+fn elementwise_chain_is_one_kernel() {
+    check(
+        1,
+        || tensor(&[4, 8], 0).mul(tensor(&[4, 8], 1))?.add(tensor(&[4, 8], 2)),
+        || (0..32).map(|i| data(32, 0)[i] * data(32, 1)[i] + data(32, 2)[i]).collect(),
+    );
+}
+
+#[test]
+fn elementwise_fuses_into_the_reduce() {
+    check(
+        1,
+        || tensor(&[4, 8], 0).add(tensor(&[4, 8], 1))?.sum(&[], false),
+        || vec![data(32, 0).iter().zip(data(32, 1)).map(|(a, b)| a + b).sum()],
+    );
+}
+
+#[test]
+fn elementwise_after_the_reduce_fuses() {
+    check(
+        1,
+        || tensor(&[4, 8], 0).sum(&[1], false)?.mul(2.0)?.add(tensor(&[4], 1)),
+        || {
+            rows(&data(32, 0), 8)
+                .iter()
+                .zip(data(4, 1))
+                .map(|(r, c)| r.iter().sum::<f32>() * 2.0 + c)
+                .collect()
+        },
+    );
+}
+
+fn host_softmax(v: &[f32], cols: usize) -> Vec<f32> {
+    rows(v, cols)
+        .iter()
+        .flat_map(|r| {
+            let m = r.iter().cloned().fold(f32::MIN, f32::max);
+            let e: Vec<f32> = r.iter().map(|x| (x - m).exp()).collect();
+            let s: f32 = e.iter().sum();
+            e.into_iter().map(move |x| x / s)
+        })
+        .collect()
+}
+
+#[test]
+fn softmax_over_the_last_axis_is_three_kernels() {
+    // max; sum of exp; exp / sum: each reduce is expanded back, so it is realized
+    check(3, || tensor(&[4, 8], 0).softmax(-1), || host_softmax(&data(32, 0), 8));
+}
+
+#[test]
+fn layernorm_is_three_kernels() {
+    let host = || {
+        rows(&data(32, 0), 8)
+            .iter()
+            .flat_map(|r| {
+                let mean = r.iter().sum::<f32>() / 8.0;
+                let var = r.iter().map(|x| (x - mean).powi(2)).sum::<f32>() / 8.0;
+                r.iter().map(move |x| (x - mean) / (var + 1e-5).sqrt())
+            })
+            .collect()
+    };
+    check(3, || tensor(&[4, 8], 0).layernorm(-1, 1e-5), host);
+}
+
+#[test]
+fn matmul_bias_relu_is_one_kernel() {
+    let host = || {
+        let (a, w, b) = (data(32, 0), data(128, 1), data(16, 2));
+        let mut out = vec![0.0f32; 64];
+        for i in 0..4 {
+            for j in 0..16 {
+                let dot: f32 = (0..8).map(|k| a[i * 8 + k] * w[k * 16 + j]).sum();
+                out[i * 16 + j] = (dot + b[j]).max(0.0);
+            }
+        }
+        out
+    };
+    check(1, || Ok(tensor(&[4, 8], 0).matmul(&tensor(&[8, 16], 1))?.add(tensor(&[16], 2))?.relu()), host);
+}
+
+#[test]
+fn expanding_a_reduce_realizes_it() {
+    let host = || {
+        rows(&data(32, 0), 8)
+            .iter()
+            .flat_map(|r| {
+                let m = r.iter().cloned().fold(f32::MIN, f32::max);
+                r.iter().map(move |x| x - m)
+            })
+            .collect()
+    };
+    check(2, || tensor(&[4, 8], 0).sub(tensor(&[4, 8], 0).max(&[1], true)?), host);
+}
+
+#[test]
+fn an_unsafe_op_under_a_pad_is_realized() {
+    let padded = |v: Vec<f32>| {
+        let mut out = vec![0.0; 8];
+        out.extend(v);
+        out.extend([0.0; 8]);
+        out.into_iter().map(|x| x + 1.0).collect::<Vec<f32>>()
+    };
+    // exp(0) is 1, not 0: exp gets a buffer before the pad
+    check(
+        2,
+        || tensor(&[4, 8], 0).exp().pad(&[(1, 1), (0, 0)])?.add(1.0),
+        || padded(data(32, 0).iter().map(|x| x.exp()).collect()),
+    );
+    // x * 2 is 0 at 0: the pad fuses
+    check(
+        1,
+        || tensor(&[4, 8], 0).mul(2.0)?.pad(&[(1, 1), (0, 0)])?.add(1.0),
+        || padded(data(32, 0).iter().map(|x| x * 2.0).collect()),
+    );
+}
+
+#[test]
+fn a_kernel_holds_one_reduce() {
+    let (a, b) = (data(32, 0), data(32, 1));
+    check(
+        2,
+        || tensor(&[4, 8], 0).sum(&[], false)?.add(tensor(&[4, 8], 1).sum(&[], false)?),
+        || vec![a.iter().sum::<f32>() + b.iter().sum::<f32>()],
+    );
+    check(
+        2,
+        || tensor(&[4, 8], 0).max(&[1], false)?.sum(&[0], false),
+        || vec![rows(&a, 8).iter().map(|r| r.iter().cloned().fold(f32::MIN, f32::max)).sum()],
+    );
+}
+
+#[test]
+fn a_large_reduction_into_a_small_output_splits_in_two() {
+    let n = 300_000;
+    let build = || Tensor::from_vec(data(n, 3), &[n])?.sum(&[], false);
+    check(2, build, || vec![data(n, 3).iter().map(|&x| f64::from(x)).sum::<f64>() as f32]);
+    with_default_device(&devices()[0], || {
+        assert_eq!(reduces(&build().unwrap().schedule(32).unwrap()), [1, 1]);
+    });
+}
+
+#[test]
+fn a_reduce_read_through_a_permute_is_realized() {
+    let host = |permuted: bool| {
+        let sums: Vec<f32> = rows(&data(120, 0), 6).iter().map(|r| r.iter().sum()).collect();
+        let other = data(20, 1);
+        (0..20)
+            .map(|i| {
+                let (r, c) = if permuted { (i % 4, i / 4) } else { (i / 5, i % 5) };
+                sums[r * 5 + c] + other[i]
+            })
+            .collect()
+    };
+    check(
+        2,
+        || tensor(&[4, 5, 6], 0).sum(&[2], false)?.permute(&[1, 0])?.add(tensor(&[5, 4], 1)),
+        || host(true),
+    );
+    check(1, || tensor(&[4, 5, 6], 0).sum(&[2], false)?.add(tensor(&[4, 5], 1)), || host(false));
+}
+
+#[test]
+fn contiguous_realizes() {
+    check(
+        2,
+        || (&tensor(&[4, 8], 0) + 1.0).contiguous().mul(2.0),
+        || data(32, 0).iter().map(|x| (x + 1.0) * 2.0).collect(),
+    );
+    check(0, || Ok(tensor(&[4, 8], 0).contiguous()), || data(32, 0));
+}
+
+#[test]
+fn a_shared_subexpression_is_recomputed_in_one_kernel() {
+    let build = || {
+        let x = tensor(&[4, 8], 0).add(tensor(&[4, 8], 1))?;
+        x.mul(2.0)?.add(x.mul(3.0)?)
+    };
+    check(1, build, || data(32, 0).iter().zip(data(32, 1)).map(|(a, b)| (a + b) * 5.0).collect());
+}
+
+#[test]
+fn kernels_stay_within_the_buffer_limit() {
+    let build = || {
+        let parts: Vec<Tensor> = (0..40).map(|i| tensor(&[16], i)).collect();
+        parts[1..].iter().try_fold(parts[0].clone(), |acc, p| acc.add(p))
+    };
+    let host = || (0..16).map(|i| (0..40).map(|s| data(16, s)[i]).sum()).collect();
+    for device in devices() {
+        with_default_device(&device, || {
+            let schedule = build().unwrap().schedule(8).unwrap();
+            assert!(schedule.items.iter().all(|i| i.bufs.len() <= 8), "a kernel binds more than 8 buffers");
+            assert_eq!(schedule.kernel_count(), 7);
+        });
+    }
+    check(2, build, host);
+}
+
+#[test]
+fn ranges_and_windows_are_one_kernel() {
+    check(1, || Ok(Tensor::arange(10)?.cast(DType::F32)), || (0..10).map(|i| i as f32).collect());
+    check(1, || Ok(Tensor::eye(3, DType::F32)?.contiguous()), || vec![1., 0., 0., 0., 1., 0., 0., 0., 1.]);
+    let host_cumsum = || {
+        rows(&data(32, 0), 8)
+            .iter()
+            .flat_map(|r| {
+                r.iter()
+                    .scan(0.0, |s, x| {
+                        *s += x;
+                        Some(*s)
+                    })
+                    .collect::<Vec<f32>>()
+            })
+            .collect()
+    };
+    check(1, || tensor(&[4, 8], 0).cumsum(1), host_cumsum);
+    let cat = || [data(8, 0), data(8, 1), data(8, 2)].concat();
+    check(1, || Tensor::cat(&[&tensor(&[1, 8], 0), &tensor(&[1, 8], 1), &tensor(&[1, 8], 2)], 0), cat);
+}
+
+#[test]
+fn an_assign_writes_in_place_after_its_readers() {
+    for device in devices() {
+        with_default_device(&device, || {
+            let w = tensor(&[8], 0);
+            let before = w.mul(1.0).unwrap();
+            w.assign(&w.mul(2.0).unwrap().add(1.0).unwrap()).unwrap();
+            assert_eq!(w.schedule(32).unwrap().kernel_count(), 1);
+            Tensor::realize_all(&[&before, &w]).unwrap();
+            assert_eq!(before.to_vec::<f32>().unwrap(), data(8, 0));
+            let want: Vec<f32> = data(8, 0).iter().map(|x| x * 2.0 + 1.0).collect();
+            assert_eq!(w.to_vec::<f32>().unwrap(), want);
+        });
+    }
+}
+
+#[test]
+fn realized_values_are_read_not_recomputed() {
+    for device in devices() {
+        with_default_device(&device, || {
+            let a = tensor(&[4, 8], 0);
+            let m = a.max(&[1], true).unwrap();
+            let centered = a.sub(&m).unwrap();
+            centered.realize().unwrap();
+            // m was computed for `centered` and is still held: it is read back, not reduced again
+            let twice = m.mul(2.0).unwrap();
+            assert_eq!(reduces(&twice.schedule(32).unwrap()), [0]);
+            let want: Vec<f32> = rows(&data(32, 0), 8)
+                .iter()
+                .map(|r| 2.0 * r.iter().cloned().fold(f32::MIN, f32::max))
+                .collect();
+            assert_eq!(twice.to_vec::<f32>().unwrap(), want);
+        });
+    }
+}
+
+#[test]
+fn gradients_schedule_like_any_graph() {
+    for device in devices() {
+        with_default_device(&device, || {
+            let (x, w) = (tensor(&[4, 8], 0), tensor(&[8, 16], 1));
+            w.set_requires_grad(true).unwrap();
+            x.matmul(&w).unwrap().relu().sum(&[], false).unwrap().backward().unwrap();
+            let g = w.grad().unwrap();
+            // relu's mask (a matmul) and the gradient matmul
+            assert_eq!(g.schedule(32).unwrap().kernel_count(), 2);
+            let (xs, ws) = (data(32, 0), data(128, 1));
+            let mut want = vec![0.0f32; 128];
+            for i in 0..4 {
+                for j in 0..16 {
+                    let dot: f32 = (0..8).map(|k| xs[i * 8 + k] * ws[k * 16 + j]).sum();
+                    if dot > 0.0 {
+                        (0..8).for_each(|k| want[k * 16 + j] += xs[i * 8 + k]);
+                    }
+                }
+            }
+            let got = g.to_vec::<f32>().unwrap();
+            assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-4), "{got:?} != {want:?}");
+        });
+    }
+}
+
+#[test]
+fn copies_are_schedule_items() {
+    let devices = devices();
+    let (Some(from), Some(to)) = (devices.first(), devices.get(1)) else { return };
+    let moved = with_default_device(from, || tensor(&[4, 8], 0).add(1.0).unwrap().to(to));
+    let schedule = moved.schedule(32).unwrap();
+    assert!(schedule.items.iter().any(|i| matches!(i.kind, ItemKind::Copy)));
+    assert_eq!(moved.to_vec::<f32>().unwrap(), data(32, 0).iter().map(|x| x + 1.0).collect::<Vec<_>>());
+}
