@@ -9,6 +9,7 @@ use std::sync::Arc;
 use wgrad_codegen::{Opt, OptMode, OptOps, Target, compile};
 use wgrad_dtype::{ConstValue, DType};
 use wgrad_ops::{Arg, Ops, UOp};
+use wgrad_runtime_cpu::CpuBuffer;
 use wgrad_shape::{ShapeTracker, Sint};
 
 use crate::Rng;
@@ -77,6 +78,17 @@ impl Case {
                         if dtype.is_float() { ConstValue::Float(v as f64 / 4.0) } else { ConstValue::Int(v) }
                     })
                     .collect()
+            })
+            .collect()
+    }
+
+    /// The case's buffers on the host, by slot: outputs zeroed, inputs holding `inputs`.
+    pub fn cpu_buffers(&self, inputs: &[Vec<ConstValue>]) -> Vec<CpuBuffer> {
+        self.buffers
+            .iter()
+            .zip(inputs)
+            .map(|(&(dt, n), inp)| {
+                if inp.is_empty() { CpuBuffer::zeros(dt, n) } else { CpuBuffer::from_values(dt, inp.clone()) }
             })
             .collect()
     }

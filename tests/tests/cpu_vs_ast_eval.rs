@@ -7,7 +7,7 @@ use wgrad_codegen::{CodegenError, LowerError, OptMode, Target, compile};
 use wgrad_conformance::random_ast::Case;
 use wgrad_conformance::{Rng, close};
 use wgrad_dtype::ConstValue;
-use wgrad_runtime_cpu::{CpuBuffer, run};
+use wgrad_runtime_cpu::run;
 
 /// Compiles `case` with `mode` for `target`, runs it on the interpreter and compares with the
 /// evaluator.
@@ -27,14 +27,7 @@ fn check_on(target: &Target, case: &Case, mode: &OptMode, inputs: &[Vec<ConstVal
         Err(CodegenError::Lower(LowerError::LaunchTooLarge { .. })) if target.name == "tiny" => return,
         Err(e) => panic!("{label}: compile failed: {e}"),
     };
-    let mut bufs: Vec<CpuBuffer> =
-        case.buffers
-            .iter()
-            .zip(inputs)
-            .map(|(&(dt, n), inp)| {
-                if inp.is_empty() { CpuBuffer::zeros(dt, n) } else { CpuBuffer::from_values(dt, inp.clone()) }
-            })
-            .collect();
+    let mut bufs = case.cpu_buffers(inputs);
     run(&program, &mut bufs, &[])
         .unwrap_or_else(|e| panic!("{label}: run failed: {e}\n{}", k.describe_opts()));
     for (slot, (buf, want)) in bufs.iter().zip(&expected).enumerate() {

@@ -12,14 +12,7 @@ use wgrad_runtime_wgpu::Device;
 
 /// Runs `program` on both runtimes and compares every output slot.
 fn check(device: &Device, case: &Case, program: &Program, inputs: &[Vec<ConstValue>], label: &str) {
-    let host: Vec<CpuBuffer> =
-        case.buffers
-            .iter()
-            .zip(inputs)
-            .map(|(&(dt, n), inp)| {
-                if inp.is_empty() { CpuBuffer::zeros(dt, n) } else { CpuBuffer::from_values(dt, inp.clone()) }
-            })
-            .collect();
+    let host = case.cpu_buffers(inputs);
     let gpu: Vec<_> = host
         .iter()
         .map(|b| {

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use wgrad_codegen::{Opt, OptMode, OptOps, Program, Target, compile};
+use wgrad_conformance::wgpu_device;
 use wgrad_dtype::{ConstValue, DType};
 use wgrad_ops::{Arg, Ops, UOp};
 use wgrad_renderer_wgsl::{WgslCaps, buffer_bytes, render, validate};
@@ -17,18 +18,6 @@ use wgrad_runtime_wgpu::Device;
 use wgrad_shape::{ShapeTracker, Sint, Variable};
 
 // ---- harness ----
-
-/// The device, or `None` (with a note) when this machine has no adapter and CI is not set.
-fn device() -> Option<Device> {
-    match Device::new() {
-        Ok(device) => Some(device),
-        Err(e) if std::env::var("CI").as_deref() == Ok("true") => panic!("CI=true but no wgpu adapter: {e}"),
-        Err(e) => {
-            eprintln!("skipping: no wgpu adapter ({e})");
-            None
-        }
-    }
-}
 
 /// What the device offers, optionally without f16 or int64.
 fn caps(device: &Device, f16: bool, int64: bool) -> WgslCaps {
@@ -299,7 +288,7 @@ fn caps_for(device: &Device, dtype: DType) -> Vec<WgslCaps> {
 
 #[test]
 fn unary_ops_match_the_interpreter() {
-    let Some(device) = device() else { return };
+    let Some(device) = wgpu_device() else { return };
     for op in [Ops::Exp2, Ops::Log2, Ops::Sin, Ops::Sqrt, Ops::Recip, Ops::Neg, Ops::Trunc] {
         for dtype in DTYPES {
             // exec_alu takes 64-bit integers through f64: log2 and sqrt of values from 2^48 on
@@ -322,7 +311,7 @@ fn unary_ops_match_the_interpreter() {
 
 #[test]
 fn binary_ops_match_the_interpreter() {
-    let Some(device) = device() else { return };
+    let Some(device) = wgpu_device() else { return };
     let values = probes();
     let k = values.len();
     let a: Vec<ConstValue> = (0..k * k).map(|i| values[i / k]).collect();
@@ -377,7 +366,7 @@ fn binary_ops_match_the_interpreter() {
 
 #[test]
 fn casts_and_bitcasts_match_the_interpreter() {
-    let Some(device) = device() else { return };
+    let Some(device) = wgpu_device() else { return };
     let values = probes();
     let n = values.len() as i64;
     for from in DTYPES {
@@ -399,7 +388,7 @@ fn casts_and_bitcasts_match_the_interpreter() {
 
 #[test]
 fn ternary_ops_and_threefry_match_the_interpreter() {
-    let Some(device) = device() else { return };
+    let Some(device) = wgpu_device() else { return };
     let values = probes();
     let n = values.len() as i64;
     let shifted: Vec<ConstValue> = values.iter().cycle().skip(7).take(values.len()).copied().collect();
@@ -432,7 +421,7 @@ fn ternary_ops_and_threefry_match_the_interpreter() {
 
 #[test]
 fn packed_loads_and_stores_of_neighbours_do_not_race() {
-    let Some(device) = device() else { return };
+    let Some(device) = wgpu_device() else { return };
     // odd lengths and one thread per element: neighbours in a word are written concurrently
     let n = 1001i64;
     for dtype in [DType::BOOL, DType::I8, DType::U8, DType::I16, DType::U16, DType::BF16, DType::F16] {
@@ -453,7 +442,7 @@ fn packed_loads_and_stores_of_neighbours_do_not_race() {
 
 #[test]
 fn reductions_grids_and_variables_run() {
-    let Some(device) = device() else { return };
+    let Some(device) = wgpu_device() else { return };
     let full = caps(&device, true, true);
     let data = |n: usize, seed| CpuBuffer::from_values(DType::F32, spread(n, -2.0, 2.0, seed));
     // a grouped reduce (workgroup memory and a barrier) and an upcast, unrolled matmul tile
@@ -607,7 +596,7 @@ fn sweep(n: usize, lo: f64, hi: f64, seed: u64, log: bool) -> Vec<f32> {
 
 #[test]
 fn precise_math_error_against_f64() {
-    let Some(device) = device() else { return };
+    let Some(device) = wgpu_device() else { return };
     let d = &device;
     measure(d, Ops::Exp2, "[-1, 1]", &sweep(50000, -1.0, 1.0, 11, false), 2.0);
     measure(d, Ops::Exp2, "[-150, 128]", &sweep(50000, -150.0, 128.0, 12, false), 2.0);
@@ -623,7 +612,7 @@ fn precise_math_error_against_f64() {
 
 #[test]
 fn random_kernels_match_the_interpreter() {
-    let Some(device) = device() else { return };
+    let Some(device) = wgpu_device() else { return };
     let generic = Target::generic_gpu();
     let full = caps(&device, true, true);
     for seed in 0..150u64 {
