@@ -4,11 +4,9 @@
 //! f32 or i32. With their input data and random opt sequences, so runtimes can be compared
 //! with each other and with `ast_eval`.
 
-use std::sync::Arc;
-
 use wgrad_codegen::{Opt, OptMode, OptOps, Target, compile};
 use wgrad_dtype::{ConstValue, DType};
-use wgrad_ops::{Arg, Ops, UOp};
+use wgrad_ops::{Ops, UOp};
 use wgrad_runtime_cpu::CpuBuffer;
 use wgrad_shape::{ShapeTracker, Sint};
 
@@ -40,10 +38,10 @@ impl Case {
         for i in 0..1 + r.below(3) {
             let (st, size) = random_input(r, &full);
             let slot = (outputs + i) as i64;
-            loads.push(UOp::load(dtype, [UOp::define_global(dtype, slot), view(st)]));
+            loads.push(UOp::load(dtype, [UOp::define_global(dtype, slot), UOp::view(st)]));
             buffers.push((dtype, size));
         }
-        let out_view = view(ShapeTracker::from_shape(&sints(&out_shape)).expect("valid shape"));
+        let out_view = UOp::view(ShapeTracker::from_shape(&sints(&out_shape)).expect("valid shape"));
         let stores = (0..outputs)
             .map(|slot| {
                 let mut v = random_value(r, &loads, dtype, 3);
@@ -110,10 +108,6 @@ impl Case {
 
 fn sints(xs: &[usize]) -> Vec<Sint> {
     xs.iter().map(|&x| Sint::from(x as i64)).collect()
-}
-
-fn view(st: ShapeTracker) -> UOp {
-    UOp::new(Ops::View, DType::VOID, [], Arg::View(Arc::new(st)))
 }
 
 /// One random input: a buffer of `base` elements seen through movement ops as `full`.

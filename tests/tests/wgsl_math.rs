@@ -6,12 +6,10 @@
 //!
 //! Without an adapter the tests print why and return, except under `CI=true`, where they fail.
 
-use std::sync::Arc;
-
 use wgrad_codegen::{Opt, OptMode, OptOps, Program, Target, compile};
 use wgrad_conformance::wgpu_device;
 use wgrad_dtype::{ConstValue, DType};
-use wgrad_ops::{Arg, Ops, UOp};
+use wgrad_ops::{Ops, UOp};
 use wgrad_renderer_wgsl::{WgslCaps, buffer_bytes, render, validate};
 use wgrad_runtime_cpu::{CpuBuffer, run};
 use wgrad_runtime_wgpu::Device;
@@ -28,10 +26,6 @@ fn caps(device: &Device, f16: bool, int64: bool) -> WgslCaps {
     }
 }
 
-fn view(st: ShapeTracker) -> UOp {
-    UOp::new(Ops::View, DType::VOID, [], Arg::View(Arc::new(st)))
-}
-
 fn contiguous(shape: &[i64]) -> ShapeTracker {
     let shape: Vec<Sint> = shape.iter().map(|&d| Sint::int(d)).collect();
     ShapeTracker::from_shape(&shape).unwrap()
@@ -39,12 +33,12 @@ fn contiguous(shape: &[i64]) -> ShapeTracker {
 
 /// A load of `dtype` from buffer `slot`, `n` contiguous elements.
 fn input(dtype: DType, slot: i64, n: i64) -> UOp {
-    UOp::load(dtype, [UOp::define_global(dtype, slot), view(contiguous(&[n]))])
+    UOp::load(dtype, [UOp::define_global(dtype, slot), UOp::view(contiguous(&[n]))])
 }
 
 /// The kernel storing `value` (over `n` elements) into buffer 0.
 fn store(n: i64, value: UOp) -> UOp {
-    UOp::sink([UOp::store([UOp::define_global(value.dtype(), 0), view(contiguous(&[n])), value])])
+    UOp::sink([UOp::store([UOp::define_global(value.dtype(), 0), UOp::view(contiguous(&[n])), value])])
 }
 
 fn compiled(ast: &UOp, mode: OptMode) -> Program {
@@ -448,8 +442,8 @@ fn reductions_grids_and_variables_run() {
     // a grouped reduce (workgroup memory and a barrier) and an upcast, unrolled matmul tile
     let sum = UOp::sink([UOp::store([
         UOp::define_global(DType::F32, 0),
-        view(contiguous(&[16, 1])),
-        UOp::load(DType::F32, [UOp::define_global(DType::F32, 1), view(contiguous(&[16, 256]))])
+        UOp::view(contiguous(&[16, 1])),
+        UOp::load(DType::F32, [UOp::define_global(DType::F32, 1), UOp::view(contiguous(&[16, 256]))])
             .reduce_axis(Ops::Add, &[1]),
     ])]);
     let grouped = OptMode::Given(vec![Opt::new(OptOps::Grouptop, 0, 16)]);
@@ -464,11 +458,17 @@ fn reductions_grids_and_variables_run() {
         let st: Vec<Sint> = strides.iter().map(|&d| Sint::int(d)).collect();
         ShapeTracker::from_view(wgrad_shape::View::new(&sh, &st, Sint::int(0), None).unwrap())
     };
-    let a = UOp::load(DType::F32, [UOp::define_global(DType::F32, 1), view(strided(&[m, m, k], &[k, 0, 1]))]);
-    let b = UOp::load(DType::F32, [UOp::define_global(DType::F32, 2), view(strided(&[m, m, k], &[0, 1, m]))]);
+    let a = UOp::load(
+        DType::F32,
+        [UOp::define_global(DType::F32, 1), UOp::view(strided(&[m, m, k], &[k, 0, 1]))],
+    );
+    let b = UOp::load(
+        DType::F32,
+        [UOp::define_global(DType::F32, 2), UOp::view(strided(&[m, m, k], &[0, 1, m]))],
+    );
     let matmul = UOp::sink([UOp::store([
         UOp::define_global(DType::F32, 0),
-        view(contiguous(&[m, m, 1])),
+        UOp::view(contiguous(&[m, m, 1])),
         (a * b).reduce_axis(Ops::Add, &[2]),
     ])]);
     let tile = OptMode::Given(vec![
@@ -503,8 +503,9 @@ fn reductions_grids_and_variables_run() {
     let out = contiguous(&[8, 1]);
     let partial = UOp::sink([UOp::store([
         UOp::define_global(DType::F32, 0),
-        view(out),
-        UOp::load(DType::F32, [UOp::define_global(DType::F32, 1), view(row)]).reduce_axis(Ops::Add, &[1]),
+        UOp::view(out),
+        UOp::load(DType::F32, [UOp::define_global(DType::F32, 1), UOp::view(row)])
+            .reduce_axis(Ops::Add, &[1]),
     ])]);
     let program = compiled(&partial, OptMode::Heuristic);
     let buffers = [CpuBuffer::zeros(DType::F32, 8), data(8 * 64, 4)];

@@ -14,7 +14,7 @@
 
 use std::fmt::Write;
 
-use wgrad_dtype::{AddrSpace, DType};
+use wgrad_dtype::AddrSpace;
 use wgrad_ops::{Arg, Ops, UOp, UOpMap};
 use wgrad_shape::{ShapeTracker, Sint};
 
@@ -492,7 +492,7 @@ impl Kernel {
         );
         let through_local = |shape: &[Sint], value: UOp| {
             let view =
-                view_uop(ShapeTracker::from_shape(shape).expect("workgroup buffer shapes are positive"));
+                UOp::view(ShapeTracker::from_shape(shape).expect("workgroup buffer shapes are positive"));
             let store = UOp::store([buffer.clone(), view.clone(), value]);
             UOp::load(dtype, [buffer.clone(), view, store])
         };
@@ -507,11 +507,6 @@ impl Kernel {
         }
         through_local(&reduced_shape(&local_shape, &grouped), grouped_reduce)
     }
-}
-
-/// A kernel-AST `View` of `st`.
-fn view_uop(st: ShapeTracker) -> UOp {
-    UOp::new(Ops::View, DType::VOID, [], Arg::View(st.into()))
 }
 
 /// `view` with its tracker replaced by `st`.

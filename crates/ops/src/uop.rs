@@ -5,7 +5,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Weak};
 
 use wgrad_dtype::{AddrSpace, ConstValue, DType};
-use wgrad_shape::Variable;
+use wgrad_shape::{ShapeTracker, Variable};
 
 use crate::intern::{Node, intern};
 use crate::{Arg, Ops};
@@ -105,6 +105,11 @@ impl UOp {
     /// The kernel argument `slot`: a global pointer to `dtype`.
     pub fn define_global(dtype: DType, slot: i64) -> UOp {
         UOp::new(Ops::DefineGlobal, dtype.ptr(AddrSpace::Global), [], Arg::Int(slot))
+    }
+
+    /// A kernel-AST `View` of `st` (how a load, store or masked constant sees its buffer).
+    pub fn view(st: impl Into<Arc<ShapeTracker>>) -> UOp {
+        UOp::new(Ops::View, DType::VOID, [], Arg::View(st.into()))
     }
 
     /// The root of a graph with these outputs.

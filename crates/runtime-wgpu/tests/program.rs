@@ -3,28 +3,22 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use wgrad_codegen::{OptMode, Program, compile};
 use wgrad_dtype::DType;
-use wgrad_ops::{Arg, Ops, UOp};
+use wgrad_ops::{Ops, UOp};
 use wgrad_runtime_wgpu::{Device, RuntimeError};
 use wgrad_shape::{ShapeTracker, Sint, Variable, View};
-
-fn view(st: ShapeTracker) -> UOp {
-    UOp::new(Ops::View, DType::VOID, [], Arg::View(Arc::new(st)))
-}
 
 fn contiguous(shape: &[i64]) -> ShapeTracker {
     ShapeTracker::from_shape(&shape.iter().map(|&s| Sint::int(s)).collect::<Vec<_>>()).unwrap()
 }
 
 fn load(dtype: DType, slot: i64, st: ShapeTracker) -> UOp {
-    UOp::load(dtype, [UOp::define_global(dtype, slot), view(st)])
+    UOp::load(dtype, [UOp::define_global(dtype, slot), UOp::view(st)])
 }
 
 fn store(st: ShapeTracker, value: UOp) -> UOp {
-    UOp::sink([UOp::store([UOp::define_global(value.dtype(), 0), view(st), value])])
+    UOp::sink([UOp::store([UOp::define_global(value.dtype(), 0), UOp::view(st), value])])
 }
 
 fn program(device: &Device, ast: &UOp) -> Program {

@@ -9,9 +9,7 @@
 //! rank, as codegen requires. Slot 0 is the output (an assign's target buffer).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 
-use wgrad_dtype::DType;
 use wgrad_ops::{Arg, FxBuild, GroupOp, Ops, UOp, UOpSet};
 use wgrad_shape::ShapeTracker;
 
@@ -44,11 +42,6 @@ pub(crate) fn buffer_key(u: &UOp) -> UOp {
         u = if target.op() == Ops::View { target.src()[0].clone() } else { target.clone() };
     }
     u
-}
-
-/// The kernel-AST `View` of `st`.
-pub(crate) fn view_uop(st: ShapeTracker) -> UOp {
-    UOp::new(Ops::View, DType::VOID, [], Arg::View(Arc::new(st)))
 }
 
 /// The value a root stores: a contiguous's or an assign's source, else the root itself.
@@ -114,11 +107,11 @@ impl Lowerer<'_> {
             }
             self.out.loads.push((u.clone(), st.clone()));
             let slot = self.slot(u);
-            return UOp::load(u.dtype(), [UOp::define_global(u.dtype(), slot), view_uop(st.clone())]);
+            return UOp::load(u.dtype(), [UOp::define_global(u.dtype(), slot), UOp::view(st.clone())]);
         }
         match u.op() {
             Ops::View => lowered(self, &kids[0]),
-            Ops::Const if self.needs_view(u, st) => u.with_src([view_uop(st.clone())]),
+            Ops::Const if self.needs_view(u, st) => u.with_src([UOp::view(st.clone())]),
             Ops::Const => u.with_src([]),
             Ops::ReduceAxis => {
                 self.out.reduces.push((u.clone(), st.clone()));

@@ -18,7 +18,7 @@ use crate::realized::resolve;
 use crate::shapes::numel;
 use crate::{DeviceName, EngineError, Shapes};
 use group::{group, realized_target, whole_buffer};
-use kernel::{buffer_key, lower_kernel, view_uop};
+use kernel::{buffer_key, lower_kernel};
 use views::{contiguous_st, to_views};
 
 /// What a schedule item does.
@@ -180,7 +180,7 @@ fn build(
     }
     let dtype: DType = root.dtype();
     let store =
-        UOp::store([UOp::define_global(dtype, 0), view_uop(contiguous_st(&lowered.shape)), lowered.value]);
+        UOp::store([UOp::define_global(dtype, 0), UOp::view(contiguous_st(&lowered.shape)), lowered.value]);
     let item = ScheduleItem { kind: ItemKind::Kernel(UOp::sink([store])), bufs, device };
     Ok((Some(item), lowered.reads, out))
 }

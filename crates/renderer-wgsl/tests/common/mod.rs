@@ -1,11 +1,9 @@
 //! Kernel-AST builders and the render-and-validate helper shared by the renderer tests.
 #![allow(dead_code, reason = "each test file uses a subset")]
 
-use std::sync::Arc;
-
 use wgrad_codegen::{OptMode, Program, Target, compile};
 use wgrad_dtype::DType;
-use wgrad_ops::{Arg, Ops, UOp};
+use wgrad_ops::{Ops, UOp};
 use wgrad_renderer_wgsl::{Wgsl, WgslCaps, render, validate};
 use wgrad_shape::{ShapeTracker, Sint, View};
 
@@ -35,14 +33,9 @@ pub fn padded(st: ShapeTracker, pads: &[(i64, i64)]) -> ShapeTracker {
     st.pad(&arg).unwrap()
 }
 
-/// A kernel-AST `View`.
-pub fn view(st: ShapeTracker) -> UOp {
-    UOp::new(Ops::View, DType::VOID, [], Arg::View(Arc::new(st)))
-}
-
 /// A load of `dtype` from buffer `slot` through `st`.
 pub fn load_dt(dtype: DType, slot: i64, st: ShapeTracker) -> UOp {
-    UOp::load(dtype, [UOp::define_global(dtype, slot), view(st)])
+    UOp::load(dtype, [UOp::define_global(dtype, slot), UOp::view(st)])
 }
 
 /// An f32 load from buffer `slot` through `st`.
@@ -53,7 +46,7 @@ pub fn load(slot: i64, st: ShapeTracker) -> UOp {
 /// The kernel AST storing `value` into buffer 0 through `st`.
 pub fn store_ast(st: ShapeTracker, value: UOp) -> UOp {
     let dtype = value.dtype();
-    UOp::sink([UOp::store([UOp::define_global(dtype, 0), view(st), value])])
+    UOp::sink([UOp::store([UOp::define_global(dtype, 0), UOp::view(st), value])])
 }
 
 /// `C = A @ B` with A (m, k) in buffer 1 and B (k, n) in buffer 2: full shape (m, n, k).
