@@ -80,7 +80,7 @@ pub fn run() -> bool {
     step("layering", &mut results, crate::layering::run);
     step("cargo test", &mut results, || {
         let mut cmd = crate::cargo();
-        cmd.args(["test", "--workspace"]);
+        cmd.args(["test", "--workspace", "--no-fail-fast"]);
         let (ok, c) = run_streaming(cmd);
         counts = c;
         ok && counts.failed == 0
