@@ -46,13 +46,19 @@ pub(crate) fn sweep() {
 
 /// `root` with every node realized before replaced by its buffer.
 pub fn resolve(root: &UOp) -> UOp {
+    resolve_all(root).remove(root).unwrap_or_else(|| root.clone())
+}
+
+/// The image of every node of `root`'s graph once the nodes realized before are replaced by
+/// their buffers (empty when nothing was realized before).
+pub(crate) fn resolve_all(root: &UOp) -> UOpMap<UOp> {
     let t = table();
     if t.entries.is_empty() {
-        return root.clone();
+        return UOpMap::default();
     }
     let leaf = |u: &UOp| matches!(u.op(), Ops::Buffer | Ops::Const | Ops::Device);
     let hits: UOpMap<UOp> =
         root.toposort().into_iter().filter(|u| !leaf(u)).filter_map(|u| t.get(&u).map(|v| (u, v))).collect();
     drop(t);
-    if hits.is_empty() { root.clone() } else { root.substitute(&hits) }
+    if hits.is_empty() { UOpMap::default() } else { root.substitute_all(&hits) }
 }

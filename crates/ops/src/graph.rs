@@ -37,6 +37,12 @@ impl UOp {
 
     /// `self` with every key of `map` replaced by its value (replacements are not visited).
     pub fn substitute(&self, map: &UOpMap<UOp>) -> UOp {
+        let mut done = self.substitute_all(map);
+        done.remove(self).unwrap_or_else(|| self.clone())
+    }
+
+    /// [`UOp::substitute`] for every node of the graph: each node's image under `map`.
+    pub fn substitute_all(&self, map: &UOpMap<UOp>) -> UOpMap<UOp> {
         let mut done: UOpMap<UOp> = UOpMap::default();
         for u in self.toposort() {
             let new = match map.get(&u) {
@@ -48,6 +54,6 @@ impl UOp {
             };
             done.insert(u, new);
         }
-        done.remove(self).unwrap_or_else(|| self.clone())
+        done
     }
 }

@@ -138,3 +138,17 @@ fn a_lazy_tensor_asking_for_gradients_gets_its_own_buffer() {
     close(&a.grad().unwrap().to_vec::<f32>().unwrap(), &[1.0, 1.0]);
     close(&b.grad().unwrap().to_vec::<f32>().unwrap(), &[3.0, 3.0]);
 }
+
+#[test]
+fn an_assign_runs_once_when_part_of_its_value_was_realized_first() {
+    // realizing `m` changes the graph `s` holds under resolve; the assign's result must still
+    // be found for the node `s` holds, not applied a second time
+    let s = Tensor::from_slice(&[1.0f32], &[1]).unwrap();
+    let x = Tensor::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+    let m = x.mul(3.0).unwrap().sum(&[], false).unwrap();
+    s.assign(&s.add(&m.reshape(&[1]).unwrap()).unwrap()).unwrap();
+    m.realize().unwrap();
+    assert_eq!(s.contiguous().to_vec::<f32>().unwrap(), [10.0]);
+    assert_eq!(s.to_vec::<f32>().unwrap(), [10.0]);
+    assert_eq!(s.to_vec::<f32>().unwrap(), [10.0]);
+}

@@ -14,7 +14,7 @@ use wgrad_dtype::DType;
 use wgrad_ops::{Arg, Ops, UOp, UOpMap, WeakUOp};
 
 use crate::lazy::{buffer, reshape};
-use crate::realized::resolve;
+use crate::realized::resolve_all;
 use crate::shapes::numel;
 use crate::{DeviceName, EngineError, Shapes};
 use group::{group, realized_target, whole_buffer};
@@ -84,7 +84,14 @@ impl Schedule {
 /// The schedule that realizes `targets` (lazy UOps), each kernel binding at most
 /// `max_buffers` buffers.
 pub fn schedule_with(targets: &[UOp], max_buffers: usize) -> Result<Schedule, EngineError> {
-    let resolved: Vec<UOp> = targets.iter().map(resolve).collect();
+    // a node the caller holds may change under resolve (a part of it was realized since): its
+    // result is recorded under the held node too, or the next realize would compute it again
+    let images = resolve_all(&UOp::sink(targets.to_vec()));
+    let resolved: Vec<UOp> = targets.iter().map(|t| images.get(t).unwrap_or(t).clone()).collect();
+    let mut held: UOpMap<Vec<UOp>> = UOpMap::default();
+    for (old, new) in images.iter().filter(|(old, new)| old != new) {
+        held.entry(new.clone()).or_default().push(old.clone());
+    }
     let mut shapes = Shapes::new();
     let converted = to_views(&UOp::sink(resolved.clone()), &mut shapes)?;
     let sink = converted.sink;
@@ -97,7 +104,15 @@ pub fn schedule_with(targets: &[UOp], max_buffers: usize) -> Result<Schedule, En
         let keys = converted
             .origins
             .get(root)
-            .map_or(vec![], |o| o.iter().map(|k| (k.downgrade(), shapes.of(k).to_vec())).collect());
+            .into_iter()
+            .flatten()
+            .flat_map(|k| {
+                let shape = shapes.of(k).to_vec();
+                std::iter::once(k)
+                    .chain(held.get(k).into_iter().flatten())
+                    .map(move |h| (h.downgrade(), shape.clone()))
+            })
+            .collect();
         items.push(item);
         nodes.push(order::Node { node: root.clone(), reads });
         outputs.push(Output { buffer, keys, target: false, existing: root.op() == Ops::Assign });
