@@ -1,5 +1,5 @@
-//! Creating tensors: from host data, constants, ranges, the identity, random numbers; and
-//! the default device they are created on.
+//! Creating tensors: from host data, constants, ranges, the identity; and the default
+//! device they are created on. (Random numbers are in `random.rs`.)
 
 use std::cell::RefCell;
 
@@ -38,9 +38,14 @@ impl Tensor {
         if data.len() != numel(shape) {
             return Err(TensorError::DataLength { len: data.len(), shape: shape.to_vec() });
         }
+        Tensor::from_bytes(&to_bytes(data.iter().map(|v| v.to_const()), T::DTYPE), T::DTYPE, shape)
+    }
+
+    /// A tensor of `shape` and `dtype` holding `bytes` (little-endian elements, row-major,
+    /// as many as `shape` has).
+    pub(crate) fn from_bytes(bytes: &[u8], dtype: DType, shape: &[usize]) -> Result<Tensor> {
         let device = Tensor::default_device()?;
-        let bytes = to_bytes(data.iter().map(|v| v.to_const()), T::DTYPE);
-        let buf = upload(&device, T::DTYPE, &bytes)?;
+        let buf = upload(&device, dtype, bytes)?;
         Ok(Tensor::from_uop(lazy::reshape(&buf, shape), shape.to_vec(), device))
     }
 
@@ -139,35 +144,5 @@ impl Tensor {
     pub fn eye(n: usize, dtype: DType) -> Result<Tensor> {
         let rows = Tensor::ones(&[n, 1], dtype)?.pad(&[(0, 0), (0, n)])?;
         rows.flatten(0)?.shrink(&[(0, n * n)])?.reshape(&[n as isize, n as isize])
-    }
-
-    /// Uniform random float32s in `[0, 1)`: Threefry-2x32 of each element's index under
-    /// the key `seed`, the top 23 bits of the low word as the mantissa of a float in `[1, 2)`.
-    pub fn rand(shape: &[usize], seed: u64) -> Result<Tensor> {
-        let device = Tensor::default_device()?;
-        let count = Tensor::arange(numel(shape))?.cast(DType::U64);
-        let key = Tensor::constant(&[numel(shape)], ConstValue::UInt(seed), DType::U64, &device);
-        let bits = count.threefry(&key)?.cast(DType::U32);
-        let mantissa = bits.shr(9)?.bitor(0x3F80_0000u32)?;
-        mantissa
-            .bitcast(DType::F32)?
-            .sub(1.0)?
-            .reshape(&shape.iter().map(|&d| d as isize).collect::<Vec<_>>())
-    }
-
-    /// Standard normal float32s (Box-Muller on two uniform draws from `seed`).
-    pub fn randn(shape: &[usize], seed: u64) -> Result<Tensor> {
-        let mut both = vec![2];
-        both.extend_from_slice(shape);
-        let u = Tensor::rand(&both, seed)?;
-        let rest: Vec<(usize, usize)> = shape.iter().map(|&d| (0, d)).collect();
-        let pick = |i: usize| -> Result<Tensor> {
-            let mut arg = vec![(i, i + 1)];
-            arg.extend_from_slice(&rest);
-            u.shrink(&arg)?.reshape(&shape.iter().map(|&d| d as isize).collect::<Vec<_>>())
-        };
-        let (u0, u1) = (pick(0)?, pick(1)?);
-        let radius = u1.neg().add(1.0)?.log().mul(-2.0)?.sqrt();
-        u0.mul(2.0 * std::f64::consts::PI)?.cos().mul(radius)
     }
 }

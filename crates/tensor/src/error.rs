@@ -122,6 +122,36 @@ pub enum TensorError {
         /// The tensor.
         operand: Box<Operand>,
     },
+    /// Operands whose shapes do not fit one op together (a conv's weight, gather's index).
+    #[error("{op}: {lhs} and {rhs} do not fit: {why}")]
+    Shapes {
+        /// The op.
+        op: &'static str,
+        /// The left (or indexed) operand.
+        lhs: Box<Operand>,
+        /// The right operand (weight, index).
+        rhs: Box<Operand>,
+        /// What does not fit.
+        why: String,
+    },
+    /// A formula or index string that does not parse (einsum, `Index::parse`).
+    #[error("{op}: cannot parse {text:?}: {why}")]
+    Parse {
+        /// The op.
+        op: &'static str,
+        /// The text given.
+        text: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A number outside the values an op accepts (a probability, a range, a group count).
+    #[error("{op}: {why}")]
+    Argument {
+        /// The op.
+        op: &'static str,
+        /// Which argument, its value, and what it must be.
+        why: String,
+    },
     /// An op over a list of tensors given none.
     #[error("{0} needs at least one tensor")]
     NoTensors(&'static str),
@@ -131,6 +161,48 @@ pub enum TensorError {
     /// `backward` on a value that no tensor requiring a gradient contributes to.
     #[error("backward: no tensor that requires grad contributes to this value")]
     NothingRequiresGrad,
+    /// `load_state_dict` given no tensor for one of the model's state names.
+    #[error("load_state_dict: no tensor named `{key}` in the state dict")]
+    MissingState {
+        /// The state name.
+        key: String,
+    },
+    /// `load_state_dict` given a tensor whose shape differs from the model's.
+    #[error("load_state_dict: `{key}` is {} in the model but {} in the state dict", dims(.expected), dims(.given))]
+    StateShape {
+        /// The state name.
+        key: String,
+        /// The model's shape.
+        expected: Vec<usize>,
+        /// The state dict's shape.
+        given: Vec<usize>,
+    },
+    /// A file that cannot be opened, mapped or written.
+    #[error("{}: {source}", .path.display())]
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// A file that is not valid safetensors (header, offsets, sizes).
+    #[error("{}: not a valid safetensors file: {source}", .path.display())]
+    Safetensors {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What the safetensors crate found.
+        source: safetensors::SafeTensorError,
+    },
+    /// A safetensors tensor of a dtype wgrad has no counterpart for (fp8, complex, ...).
+    #[error("{}: tensor `{key}` has dtype {dtype}, which wgrad cannot hold", .path.display())]
+    FileDType {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The tensor's name.
+        key: String,
+        /// The file's dtype name.
+        dtype: String,
+    },
     /// The engine failed (a device, a kernel, a schedule).
     #[error(transparent)]
     Engine(#[from] EngineError),

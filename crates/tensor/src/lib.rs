@@ -15,23 +15,39 @@
 //! `realize` is called. Fallible ops return [`Result`] with a [`TensorError`] naming the
 //! shapes and dtypes involved; the `std::ops` operators panic with that message instead.
 
+mod attention;
 mod autograd;
 mod binary;
+mod conv;
 mod create;
+mod einsum;
 mod element;
 mod error;
+mod getitem;
 mod gradient;
+mod index;
+mod loss;
 mod matmul;
+mod mode;
 mod movement;
+pub mod nn;
+mod norm;
+pub mod optim;
+mod pool;
+mod random;
 mod reduce;
+mod select;
 mod tensor;
 mod unary;
 
 pub use autograd::no_grad;
 pub use binary::Value;
+pub use conv::ConvOpts;
 pub use create::with_default_device;
 pub use element::Element;
 pub use error::{Operand, Result, TensorError};
+pub use index::Index;
+pub use mode::{is_training, training};
 pub use tensor::Tensor;
 pub use wgrad_dtype::DType;
 pub use wgrad_engine::DeviceName;

@@ -147,6 +147,12 @@ impl Tensor {
         if T::DTYPE != self.dtype() {
             return Err(TensorError::ElementType { operand: self.operand(), asked: T::DTYPE });
         }
+        Ok(from_bytes(&self.bytes()?, self.dtype()).into_iter().map(T::from_const).collect())
+    }
+
+    /// The elements, row-major, as little-endian bytes of the tensor's dtype (computed as
+    /// `to_vec` computes them).
+    pub(crate) fn bytes(&self) -> Result<Vec<u8>> {
         let dense = self.contiguous();
         dense.realize()?;
         let buf = dense.buffer().ok_or_else(|| {
@@ -154,8 +160,7 @@ impl Tensor {
                 "a realized tensor without a buffer".into(),
             ))
         })?;
-        let bytes = wgrad_engine::download(&buf)?;
-        Ok(from_bytes(&bytes, self.dtype()).into_iter().map(T::from_const).collect())
+        Ok(wgrad_engine::download(&buf)?)
     }
 
     /// The one element of a one-element tensor.

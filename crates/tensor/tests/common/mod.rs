@@ -1,4 +1,7 @@
-//! The devices tensor tests run on.
+//! The devices tensor tests run on, and the golden harness.
+
+#[allow(dead_code)] // each test binary uses a part of the harness
+pub mod golden;
 
 use wgrad_engine::device::{DeviceName, available_devices};
 

@@ -1,0 +1,37 @@
+//! Scaled dot-product attention, as tinygrad composes it from a matmul, a masked softmax
+//! and a second matmul.
+
+use wgrad_dtype::DType;
+
+use crate::Tensor;
+use crate::error::Result;
+
+impl Tensor {
+    /// `softmax(q kᵀ / sqrt(d) + mask) v` with `self` the queries `(.., Lq, d)`, `key`
+    /// `(.., Lk, d)` and `value` `(.., Lk, dv)`. A bool `mask` keeps the scores where it is
+    /// true, a float one is added to them; `causal` also hides every key after the query's
+    /// own position (tinygrad's `tril` mask).
+    pub fn scaled_dot_product_attention(
+        &self,
+        key: &Tensor,
+        value: &Tensor,
+        mask: Option<&Tensor>,
+        causal: bool,
+    ) -> Result<Tensor> {
+        let depth = self.shape().last().copied().unwrap_or(1);
+        let mut scores = self.matmul(&key.transpose(-2, -1)?)?.div((depth as f64).sqrt())?;
+        scores = match mask {
+            Some(m) if m.dtype() == DType::BOOL => m.where_(&scores, f64::NEG_INFINITY)?,
+            Some(m) => scores.add(m)?,
+            None => scores,
+        };
+        if causal {
+            let queries = self.shape()[self.axis("scaled_dot_product_attention", -2, self.ndim())?];
+            let keys = key.shape()[key.ndim() - 2];
+            let all = Tensor::constant(&[queries, keys], 1.into(), DType::BOOL, self.device());
+            let visible = all.tril(0)?;
+            scores = visible.where_(&scores, f64::NEG_INFINITY)?;
+        }
+        scores.softmax(-1)?.matmul(value)
+    }
+}

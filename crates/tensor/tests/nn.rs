@@ -1,0 +1,188 @@
+//! nn layers: shapes, initial values within tinygrad's bounds, reproducible seeds, and the
+//! normalizations (BatchNorm's running statistics included) against f64 references, on
+//! every device.
+
+mod common;
+
+use wgrad_tensor::nn::{
+    BatchNorm, Conv1d, Conv2d, ConvTranspose2d, Embedding, GroupNorm, LayerNorm, Linear, Module, RMSNorm,
+};
+use wgrad_tensor::{ConvOpts, Tensor, TensorError, training, with_default_device};
+
+fn values(t: &Tensor) -> Vec<f64> {
+    t.to_vec::<f32>().unwrap().into_iter().map(f64::from).collect()
+}
+
+/// `got` within tinygrad's forward tolerance of `want`.
+fn close(what: &str, got: &[f64], want: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    let ok = got.iter().zip(want).all(|(g, w)| (g - w).abs() <= 1e-6 + 1e-3 * w.abs());
+    assert!(ok, "{what}: {got:?} != {want:?}");
+}
+
+fn within(what: &str, t: &Tensor, bound: f64) {
+    let v = values(t);
+    assert!(v.iter().all(|x| x.abs() <= bound), "{what} exceeds ±{bound}: {v:?}");
+    assert!(v.iter().any(|x| x.abs() > bound / 4.0), "{what} is not spread over ±{bound}: {v:?}");
+}
+
+fn on_every_device(f: impl Fn()) {
+    for device in common::devices() {
+        with_default_device(&device, &f);
+    }
+}
+
+#[test]
+fn linear_shapes_init_and_forward() {
+    on_every_device(|| {
+        let l = Linear::new(4, 8, true, 7).unwrap();
+        assert_eq!(l.weight.shape(), [8, 4]);
+        within("weight", &l.weight, (6.0f64 / (6.0 * 4.0)).sqrt());
+        within("bias", l.bias.as_ref().unwrap(), 0.5);
+        assert!(l.weight.requires_grad());
+        let x: Vec<f32> = (0..8).map(|i| i as f32 * 0.25 - 1.0).collect();
+        let y = l.forward(&Tensor::from_slice(&x, &[2, 4]).unwrap()).unwrap();
+        assert_eq!(y.shape(), [2, 8]);
+        let (w, b) = (values(&l.weight), values(l.bias.as_ref().unwrap()));
+        let want: Vec<f64> = (0..16)
+            .map(|k| (0..4).map(|j| f64::from(x[k / 8 * 4 + j]) * w[k % 8 * 4 + j]).sum::<f64>() + b[k % 8])
+            .collect();
+        close("linear", &values(&y), &want);
+        let names: Vec<String> = l.named_tensors().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["weight", "bias"]);
+        assert!(Linear::new(4, 3, false, 7).unwrap().bias.is_none());
+    });
+}
+
+#[test]
+fn seeds_reproduce_and_differ() {
+    let w = |seed| values(&Linear::new(3, 3, true, seed).unwrap().weight);
+    assert_eq!(w(1), w(1));
+    assert_ne!(w(1), w(2));
+    let l = Linear::new(3, 3, true, 1).unwrap();
+    assert_ne!(values(&l.weight)[..3], values(l.bias.as_ref().unwrap())[..], "weight and bias draw apart");
+}
+
+#[test]
+fn conv_layers_shapes_and_init() {
+    on_every_device(|| {
+        let opts = ConvOpts { padding: 1, ..ConvOpts::default() };
+        let c = Conv2d::new(2, 4, 3, opts, true, 3).unwrap();
+        assert_eq!(c.weight.shape(), [4, 2, 3, 3]);
+        within("conv2d weight", &c.weight, (1.0f64 / 18.0).sqrt());
+        within("conv2d bias", c.bias.as_ref().unwrap(), 1.0 / 18f64.sqrt());
+        let x = Tensor::rand(&[1, 2, 5, 5], 0).unwrap();
+        assert_eq!(c.forward(&x).unwrap().shape(), [1, 4, 5, 5]);
+        let grouped = Conv2d::new(4, 6, 1, ConvOpts { groups: 2, ..ConvOpts::default() }, false, 3).unwrap();
+        assert_eq!(grouped.weight.shape(), [6, 2, 1, 1]);
+        let c1 = Conv1d::new(2, 3, 3, ConvOpts { stride: 2, ..ConvOpts::default() }, true, 4).unwrap();
+        assert_eq!(c1.weight.shape(), [3, 2, 3]);
+        assert_eq!(c1.forward(&Tensor::rand(&[2, 2, 9], 1).unwrap()).unwrap().shape(), [2, 3, 4]);
+        let opts = ConvOpts { stride: 2, padding: 1, ..ConvOpts::default() };
+        let ct = ConvTranspose2d::new(2, 3, 3, opts, 1, true, 5).unwrap();
+        assert_eq!(ct.weight.shape(), [2, 3, 3, 3]);
+        // (4 - 1) * 2 - 2 * 1 + 3 + 1
+        assert_eq!(ct.forward(&Tensor::rand(&[1, 2, 4, 4], 2).unwrap()).unwrap().shape(), [1, 3, 8, 8]);
+    });
+    let bad = Conv2d::new(3, 4, 3, ConvOpts { groups: 2, ..ConvOpts::default() }, true, 0).unwrap_err();
+    assert!(matches!(bad, TensorError::Argument { op: "Conv2d", .. }), "{bad}");
+}
+
+/// `x` `(n, c, h, w)` normalized per channel with `mean` and `var`.
+fn batchnorm_ref(x: &[f64], shape: [usize; 4], mean: &[f64], var: &[f64]) -> Vec<f64> {
+    let per = shape[2] * shape[3];
+    x.iter()
+        .enumerate()
+        .map(|(i, v)| (v - mean[i / per % shape[1]]) / (var[i / per % shape[1]] + 1e-5).sqrt())
+        .collect()
+}
+
+/// Per-channel mean and biased variance of `x` `(n, c, h, w)`.
+fn channel_stats(x: &[f64], shape: [usize; 4]) -> (Vec<f64>, Vec<f64>) {
+    let per = shape[2] * shape[3];
+    let of = |c: usize| x.iter().enumerate().filter(move |(i, _)| i / per % shape[1] == c).map(|(_, v)| *v);
+    let n = (x.len() / shape[1]) as f64;
+    let mean: Vec<f64> = (0..shape[1]).map(|c| of(c).sum::<f64>() / n).collect();
+    let var = (0..shape[1]).map(|c| of(c).map(|v| (v - mean[c]).powi(2)).sum::<f64>() / n).collect();
+    (mean, var)
+}
+
+#[test]
+fn batchnorm_trains_on_batch_statistics_and_evaluates_on_running_ones() {
+    on_every_device(|| {
+        let shape = [3, 2, 2, 2];
+        let bn = BatchNorm::new(2).unwrap();
+        let (mut running_mean, mut running_var) = (vec![0.0; 2], vec![1.0; 2]);
+        for seed in 0..2 {
+            let x = Tensor::randn(&shape, seed).unwrap().mul(2.0).unwrap().add(1.0).unwrap();
+            let xs = values(&x);
+            let y = training(true, || bn.forward(&x)).unwrap();
+            Tensor::realize_all(&[&y, &bn.running_mean, &bn.running_var, &bn.num_batches_tracked]).unwrap();
+            let (mean, var) = channel_stats(&xs, shape);
+            close("train", &values(&y), &batchnorm_ref(&xs, shape, &mean, &var));
+            let n = 12.0;
+            for c in 0..2 {
+                running_mean[c] = 0.9 * running_mean[c] + 0.1 * mean[c];
+                running_var[c] = 0.9 * running_var[c] + 0.1 * var[c] * n / (n - 1.0);
+            }
+            close("running_mean", &values(&bn.running_mean), &running_mean);
+            close("running_var", &values(&bn.running_var), &running_var);
+        }
+        assert_eq!(bn.num_batches_tracked.to_vec::<i32>().unwrap(), [2]);
+        let x = Tensor::randn(&shape, 9).unwrap();
+        let y = bn.forward(&x).unwrap();
+        close("eval", &values(&y), &batchnorm_ref(&values(&x), shape, &running_mean, &running_var));
+        let names: Vec<String> = bn.named_tensors().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]);
+        assert!(!bn.running_mean.requires_grad() && bn.weight.as_ref().unwrap().requires_grad());
+    });
+    let bn = BatchNorm::new(3).unwrap();
+    let err = bn.forward(&Tensor::rand(&[2, 2, 2], 0).unwrap()).unwrap_err();
+    assert!(matches!(err, TensorError::Movement { op: "BatchNorm", .. }), "{err}");
+}
+
+/// Each row of `x` (rows of `n`) minus its mean, over its root mean square plus `eps`
+/// (after centring when `centre`).
+fn normalize_rows(x: &[f64], n: usize, centre: bool, eps: f64) -> Vec<f64> {
+    x.chunks(n)
+        .flat_map(|row| {
+            let mean = if centre { row.iter().sum::<f64>() / n as f64 } else { 0.0 };
+            let ms = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
+            row.iter().map(move |v| (v - mean) / (ms + eps).sqrt()).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn layernorm_groupnorm_rmsnorm_match_the_reference() {
+    on_every_device(|| {
+        let x = Tensor::randn(&[2, 4, 3], 5).unwrap();
+        let xs = values(&x);
+        let ln = LayerNorm::new(&[4, 3]).unwrap();
+        ln.weight.as_ref().unwrap().assign(&Tensor::full(&[4, 3], 2.0f32).unwrap()).unwrap();
+        let want: Vec<f64> = normalize_rows(&xs, 12, true, 1e-5).iter().map(|v| v * 2.0).collect();
+        close("layernorm", &values(&ln.forward(&x).unwrap()), &want);
+        let err = ln.forward(&Tensor::rand(&[4, 2], 0).unwrap()).unwrap_err();
+        assert!(matches!(err, TensorError::Movement { op: "LayerNorm", .. }), "{err}");
+        let gn = GroupNorm::new(2, 4).unwrap();
+        close("groupnorm", &values(&gn.forward(&x).unwrap()), &normalize_rows(&xs, 6, true, 1e-5));
+        let rms = RMSNorm::new(3).unwrap();
+        close("rmsnorm", &values(&rms.forward(&x).unwrap()), &normalize_rows(&xs, 3, false, 1e-6));
+    });
+    assert!(matches!(GroupNorm::new(3, 4), Err(TensorError::Argument { op: "GroupNorm", .. })));
+}
+
+#[test]
+fn embedding_looks_up_rows() {
+    on_every_device(|| {
+        let e = Embedding::new(5, 3, 1).unwrap();
+        assert_eq!(e.weight.shape(), [5, 3]);
+        within("embedding", &e.weight, (6.0f64 / 8.0).sqrt());
+        let idx = Tensor::from_slice(&[4i32, 0, 4, 2], &[2, 2]).unwrap();
+        let y = e.forward(&idx).unwrap();
+        assert_eq!(y.shape(), [2, 2, 3]);
+        let w = values(&e.weight);
+        let want: Vec<f64> = [4, 0, 4, 2].iter().flat_map(|&i| w[i * 3..i * 3 + 3].to_vec()).collect();
+        close("embedding", &values(&y), &want);
+    });
+}
