@@ -146,7 +146,7 @@ fn an_assign_runs_once_when_part_of_its_value_was_realized_first() {
     let s = Tensor::from_slice(&[1.0f32], &[1]).unwrap();
     let x = Tensor::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
     let m = x.mul(3.0).unwrap().sum(&[], false).unwrap();
-    s.assign(&s.add(&m.reshape(&[1]).unwrap()).unwrap()).unwrap();
+    s.assign(&s.add(m.reshape(&[1]).unwrap()).unwrap()).unwrap();
     m.realize().unwrap();
     assert_eq!(s.contiguous().to_vec::<f32>().unwrap(), [10.0]);
     assert_eq!(s.to_vec::<f32>().unwrap(), [10.0]);
