@@ -20,6 +20,7 @@ mod autograd;
 mod binary;
 mod conv;
 mod create;
+pub mod datasets;
 mod einsum;
 mod element;
 mod error;

@@ -1,0 +1,124 @@
+//! `cargo run --release --example mnist`: trains tinygrad's beautiful_mnist CNN on the shipped
+//! 10,000-digit MNIST sample (or full MNIST with `--data DIR`) and reports test accuracy on
+//! the held-out digits.
+//!
+//! Flags: `--steps N` (default 200), `--batch N` (64), `--lr F` (Adam's first learning rate,
+//! falling linearly to zero over the run; 2e-3), `--data DIR`,
+//! `--seed N` (0).
+//! Batches are sampled on the host (seeded) and uploaded; each step is one backward pass
+//! and one Adam update.
+#![allow(clippy::print_stdout)] // an example's job is to print
+
+mod model;
+
+use std::error::Error;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use wgrad_tensor::Tensor;
+use wgrad_tensor::datasets::mnist::{Digits, Mnist};
+use wgrad_tensor::optim::Optimizer;
+
+use model::{Model, optimizer, train_step};
+
+/// The command line.
+struct Args {
+    steps: usize,
+    batch: usize,
+    data: Option<PathBuf>,
+    seed: u64,
+    lr: f64,
+}
+
+const USAGE: &str = "usage: mnist [--steps N] [--batch N] [--lr F] [--data DIR] [--seed N]";
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args { steps: 200, batch: 64, data: None, seed: 0, lr: 2e-3 };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"));
+        let number = |v: String| v.parse::<u64>().map_err(|_| format!("{flag}: not a number: {v}\n{USAGE}"));
+        match flag.as_str() {
+            "--steps" => args.steps = number(value()?)? as usize,
+            "--batch" => args.batch = number(value()?)? as usize,
+            "--seed" => args.seed = number(value()?)?,
+            "--lr" => {
+                let v = value()?;
+                args.lr = v.parse().map_err(|_| format!("--lr: not a number: {v}\n{USAGE}"))?;
+            }
+            "--data" => args.data = Some(PathBuf::from(value()?)),
+            _ => return Err(format!("unknown flag {flag}\n{USAGE}")),
+        }
+    }
+    if args.batch < 2 {
+        return Err(format!("--batch must be at least 2 (batch norm needs two values)\n{USAGE}"));
+    }
+    Ok(args)
+}
+
+/// SplitMix64: a seeded stream of training digits to sample.
+struct Sampler(u64);
+
+impl Sampler {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) % n as u64) as usize
+    }
+}
+
+/// Percent of `digits` the model labels right, `batch` digits at a time.
+fn accuracy(model: &Model, digits: &Digits, batch: usize) -> Result<f64, Box<dyn Error>> {
+    let mut right = 0;
+    for start in (0..digits.len()).step_by(batch) {
+        let picks: Vec<usize> = (start..(start + batch).min(digits.len())).collect();
+        let (x, y) = digits.batch(&picks)?;
+        right += model.correct(&x, &y)?;
+    }
+    Ok(100.0 * right as f64 / digits.len().max(1) as f64)
+}
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let args = parse_args()?;
+    let start = Instant::now();
+    let data = match &args.data {
+        Some(dir) => Mnist::load(dir)?,
+        None => Mnist::sample()?,
+    };
+    let device = Tensor::default_device()?;
+    println!(
+        "{} training and {} test digits; {} steps of {} on {device}",
+        data.train.len(),
+        data.test.len(),
+        args.steps,
+        args.batch
+    );
+    let model = Model::new(args.seed)?;
+    let mut opt = optimizer(&model, args.lr)?;
+    let mut sampler = Sampler(args.seed);
+    let train_start = Instant::now();
+    for step in 1..=args.steps {
+        let step_start = Instant::now();
+        // the learning rate falls linearly to zero over the run
+        opt.set_lr(args.lr * (1.0 - (step - 1) as f64 / args.steps as f64))?;
+        let picks: Vec<usize> = (0..args.batch).map(|_| sampler.below(data.train.len())).collect();
+        let (x, y) = data.train.batch(&picks)?;
+        let loss = train_step(&model, &mut opt, &x, &y)?;
+        let ms = step_start.elapsed().as_secs_f64() * 1e3;
+        let per_s = (step * args.batch) as f64 / train_start.elapsed().as_secs_f64();
+        print!("\rstep {step:>4}/{}  loss {loss:6.3}  {per_s:6.0} examples/s  {ms:7.1} ms/step", args.steps);
+        std::io::stdout().flush()?;
+    }
+    let train_s = train_start.elapsed().as_secs_f64();
+    let acc = accuracy(&model, &data.test, 500)?;
+    println!(
+        "\ntest accuracy {acc:.2}% on {} digits; {:.1} s in all, {:.1} ms/step training",
+        data.test.len(),
+        start.elapsed().as_secs_f64(),
+        1e3 * train_s / args.steps.max(1) as f64
+    );
+    Ok(())
+}
