@@ -1,6 +1,8 @@
 //! The tensor API itself: typed errors naming both operands, dtype rules, creation, and
 //! autograd's bookkeeping (no_grad, accumulation, detach).
 
+mod common;
+
 use wgrad_tensor::{DType, Tensor, TensorError, no_grad};
 
 fn t(values: &[f32], shape: &[usize]) -> Tensor {
@@ -151,4 +153,26 @@ fn an_assign_runs_once_when_part_of_its_value_was_realized_first() {
     assert_eq!(s.contiguous().to_vec::<f32>().unwrap(), [10.0]);
     assert_eq!(s.to_vec::<f32>().unwrap(), [10.0]);
     assert_eq!(s.to_vec::<f32>().unwrap(), [10.0]);
+}
+
+#[test]
+fn half_precision_casts_round_to_nearest_even_on_every_device() {
+    // f32 -> f16 / bf16 -> f32 must equal the `half` crate's rounding (overflow to inf, tiny
+    // values to zero or subnormals), on the interpreter and on wgpu (packed or native f16)
+    let xs = [1.0f32, 0.1, -3.3333, 65504.0, 70000.0, 1e-8, 6e-5, 3.4e38, -0.0, 1.0 + 1.0 / 1024.0];
+    for device in common::devices() {
+        wgrad_tensor::with_default_device(&device, || {
+            let x = t(&xs, &[xs.len()]);
+            let f16 = x.cast(DType::F16).cast(DType::F32).to_vec::<f32>().unwrap();
+            let bf16 = x.cast(DType::BF16).cast(DType::F32).to_vec::<f32>().unwrap();
+            for (i, &v) in xs.iter().enumerate() {
+                assert_eq!(f16[i].to_bits(), half::f16::from_f32(v).to_f32().to_bits(), "{device} f16({v})");
+                assert_eq!(
+                    bf16[i].to_bits(),
+                    half::bf16::from_f32(v).to_f32().to_bits(),
+                    "{device} bf16({v})"
+                );
+            }
+        });
+    }
 }
