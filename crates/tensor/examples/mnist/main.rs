@@ -16,9 +16,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use wgrad_tensor::Tensor;
 use wgrad_tensor::datasets::mnist::{Digits, Mnist};
 use wgrad_tensor::optim::Optimizer;
+use wgrad_tensor::{DeviceName, Tensor};
 
 use model::{Model, optimizer, train_step};
 
@@ -89,6 +89,12 @@ fn main() -> Result<(), Box<dyn Error>> {
         None => Mnist::sample()?,
     };
     let device = Tensor::default_device()?;
+    if device == DeviceName::Cpu && std::env::var_os("WGRAD_DEVICE").is_none() {
+        eprintln!(
+            "note: no GPU adapter, so this runs on the CPU interpreter and takes hours; \
+             `cargo xtask setup` installs the lavapipe software Vulkan driver (minutes)"
+        );
+    }
     println!(
         "{} training and {} test digits; {} steps of {} on {device}",
         data.train.len(),
