@@ -2,7 +2,7 @@
 //! 10,000-digit MNIST sample (or full MNIST with `--data DIR`) and reports test accuracy on
 //! the held-out digits.
 //!
-//! Flags: `--steps N` (default 200), `--batch N` (64), `--lr F` (Adam's first learning rate,
+//! Flags: `--steps N` (default 180), `--batch N` (64), `--lr F` (Adam's first learning rate,
 //! falling linearly to zero over the run; 2e-3), `--data DIR`,
 //! `--seed N` (0).
 //! Batches are sampled on the host (seeded) and uploaded; each step is one backward pass
@@ -34,7 +34,7 @@ struct Args {
 const USAGE: &str = "usage: mnist [--steps N] [--batch N] [--lr F] [--data DIR] [--seed N]";
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args { steps: 200, batch: 64, data: None, seed: 0, lr: 2e-3 };
+    let mut args = Args { steps: 180, batch: 64, data: None, seed: 0, lr: 2e-3 };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"));
