@@ -1,9 +1,11 @@
 //! Shared fixtures of wgrad's cross-crate conformance tests: a seeded generator of random kernel
-//! ASTs with their input data ([`random_ast`]), the comparison the tests judge results by, and
+//! ASTs with their input data ([`random_ast`]), kernels of the shapes the heuristics plan for
+//! ([`shapes`]), the comparison the tests judge results by, and
 //! the policy for tests that need a GPU ([`wgpu_device`]).
 
 pub mod random_ast;
 mod rng;
+pub mod shapes;
 
 pub use rng::Rng;
 

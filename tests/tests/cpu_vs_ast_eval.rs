@@ -5,6 +5,7 @@
 use wgrad_codegen::ast_eval::eval_ast;
 use wgrad_codegen::{CodegenError, LowerError, OptMode, Target, compile};
 use wgrad_conformance::random_ast::Case;
+use wgrad_conformance::shapes::{tuned_cases, tuned_targets};
 use wgrad_conformance::{Rng, close};
 use wgrad_dtype::ConstValue;
 use wgrad_runtime_cpu::run;
@@ -62,5 +63,18 @@ fn random_kernels_match_the_ast_evaluator() {
         );
         let opts = case.random_opts(&mut r, &generic);
         check_on(&generic, &case, &opts, &inputs, &format!("seed {seed} opts {opts:?}"));
+    }
+}
+
+#[test]
+fn tuned_shapes_match_the_ast_evaluator() {
+    for (name, case) in tuned_cases() {
+        let inputs = case.inputs(&mut Rng(7));
+        for target in
+            tuned_targets(&Target::generic_gpu()).iter().chain([&Target::no_locals(), &Target::tiny()])
+        {
+            let label = format!("{name} on {} wanting {} threads", target.name, target.parallelism);
+            check_on(target, &case, &OptMode::Heuristic, &inputs, &label);
+        }
     }
 }

@@ -5,6 +5,7 @@
 
 use wgrad_codegen::{OptMode, Program, compile};
 use wgrad_conformance::random_ast::Case;
+use wgrad_conformance::shapes::{tuned_cases, tuned_targets};
 use wgrad_conformance::{Rng, close, wgpu_device};
 use wgrad_dtype::ConstValue;
 use wgrad_runtime_cpu::{CpuBuffer, run};
@@ -55,6 +56,20 @@ fn random_kernels_on_wgpu_match_the_interpreter() {
         for mode in [OptMode::NoOpt, OptMode::Heuristic, random] {
             let label = format!("seed {seed} {mode:?}");
             let (_, program) = compile(&case.ast, &target, &mode, "k")
+                .unwrap_or_else(|e| panic!("{label}: codegen failed: {e}"));
+            check(&device, &case, &program, &inputs, &label);
+        }
+    }
+}
+
+#[test]
+fn tuned_shapes_on_wgpu_match_the_interpreter() {
+    let Some(device) = wgpu_device() else { return };
+    for (name, case) in tuned_cases() {
+        let inputs = case.inputs(&mut Rng(7));
+        for target in tuned_targets(&device.target()) {
+            let label = format!("{name} wanting {} threads", target.parallelism);
+            let (_, program) = compile(&case.ast, &target, &OptMode::Heuristic, "k")
                 .unwrap_or_else(|e| panic!("{label}: codegen failed: {e}"));
             check(&device, &case, &program, &inputs, &label);
         }

@@ -1,12 +1,18 @@
-//! Hand-coded optimisations: the opts a kernel gets without a search, in tinygrad v0.10's
-//! order (matvec, grouping small outputs, masked and broadcast upcasts, unrolling, one more
-//! upcast, locals). An opt the kernel or target refuses is skipped; the caller decides whether
-//! to optimise at all (NOOPT).
+//! Hand-coded optimisations: the opts a kernel gets without a search. First the shapes that
+//! want a plan of their own: a matrix-vector product (tinygrad's matvec opts), a matmul-shaped
+//! kernel (a register tile, `tile`), a long reduce with few outputs (a grouped reduce,
+//! `grouping`); every other kernel gets tinygrad v0.10's remaining rules in order (masked and
+//! broadcast upcasts, unrolling, one more upcast, locals). An opt the kernel or target refuses
+//! is skipped; the caller decides whether to optimise at all (NOOPT).
 
 use wgrad_ops::{Arg, Ops};
 use wgrad_shape::{ShapeTracker, Sint};
 
 use crate::{Kernel, Opt, OptOps};
+
+mod grouping;
+mod operands;
+mod tile;
 
 /// Threads per row, rows per workgroup and rows per thread of the matvec opts.
 const MV_THREADS_PER_ROW: usize = 8;
@@ -32,13 +38,9 @@ fn last_stride(st: &ShapeTracker, axis: usize) -> i64 {
     st.views().last().expect("a tracker has a view").strides()[axis].vmin()
 }
 
-/// Optimises `k` the way tinygrad's `hand_coded_optimizations` does.
+/// Optimises `k` without a search (see the module doc for the order of the rules).
 pub fn hand_coded_optimizations(k: &mut Kernel) {
-    if matvec(k) {
-        return;
-    }
-    group_small_output(k);
-    if k.group_for_reduces() > 0 {
+    if matvec(k) || tile::register_tile(k) || grouping::group_reduce(k) {
         return;
     }
     upcast_masked(k);
@@ -85,34 +87,6 @@ fn matvec(k: &mut Kernel) -> bool {
     try_opt(k, OptOps::Local, g, MV_BLOCKSIZE);
     try_opt(k, OptOps::Upcast, g, MV_ROWS_PER_THREAD);
     true
-}
-
-/// A reduce into few outputs (<= 2048) splits its first reduce axis across the workgroup:
-/// GROUPTOP 256 or 16 (<= 32 outputs), else 16.
-fn group_small_output(k: &mut Kernel) {
-    let target = k.target();
-    let fr = k.first_reduce();
-    let out = &k.output_shape()[..fr];
-    if !(target.has_local && target.has_shared) || out.iter().any(|s| s.as_int().is_none()) {
-        return;
-    }
-    let st0 = &k.sts()[0];
-    let upcast_unit4 = st0
-        .unit_stride_axes(false)
-        .into_iter()
-        .any(|a| a >= k.first_upcast() && int(&st0.shape()[a]).is_some_and(|v| v % 4 == 0));
-    let outputs = product(out);
-    if upcast_unit4 || fr > 2 || fr >= k.shape_len() || outputs > 2048 {
-        return;
-    }
-    let sizes: &[usize] = if outputs <= 32 { &[256, 16] } else { &[16] };
-    for &sz in sizes {
-        let fits =
-            k.sts().iter().all(|st| st.shape()[fr] == 1 || int(&st.shape()[fr]).is_some_and(|v| v % sz == 0));
-        if fits && try_opt(k, OptOps::Grouptop, 0, sz) {
-            break;
-        }
-    }
 }
 
 /// Small (<= 7) masked output axes are upcast whole, while the upcast total stays <= 49.

@@ -40,6 +40,10 @@ pub struct Target {
     pub subgroup_size: Option<usize>,
     /// Tensor-core shapes; empty when the target has none.
     pub tensor_cores: Vec<TensorCoreShape>,
+    /// Threads the device needs in flight to be busy (a big GPU: about 1 << 17; a CPU: a few
+    /// hundred): a reduce with fewer outputs is grouped, and register tiles shrink to keep a
+    /// quarter of it.
+    pub parallelism: usize,
 }
 
 impl Target {
@@ -59,6 +63,7 @@ impl Target {
             has_f16: true,
             subgroup_size: Some(32),
             tensor_cores: vec![],
+            parallelism: 1 << 17,
         }
     }
 
@@ -78,13 +83,16 @@ impl Target {
             has_f16: false,
             subgroup_size: None,
             tensor_cores: vec![],
+            parallelism: 64,
         }
     }
 
-    /// A target without workgroup dims or memory (a CPU-like one): every axis is global.
+    /// A target without workgroup dims or memory (a CPU-like one): every axis is global, and
+    /// a few hundred threads keep it busy.
     pub fn no_locals() -> Target {
         Target {
             name: "nolocals".into(),
+            parallelism: 1 << 10,
             max_local_size: vec![1; 3],
             max_local_invocations: 1,
             shared_max: 0,

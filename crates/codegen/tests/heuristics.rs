@@ -27,12 +27,16 @@ fn matmul_upcasts_broadcasts_unrolls_and_locals() {
 }
 
 #[test]
-fn matmul_respects_the_target() {
+fn matmul_tiles_respect_the_target() {
+    // a CPU-like target wants few threads: a register tile, no workgroup
     let none = optimized(&matmul_ast(64, 64, 64), Target::no_locals());
-    assert_eq!(none.applied_opts(), opts(&[(Upcast, 1, 4), (Upcast, 0, 4), (Unroll, 0, 4)]));
+    assert_eq!(none.applied_opts(), opts(&[(Upcast, 0, 4), (Upcast, 1, 4), (Unroll, 0, 8)]));
     let tiny = optimized(&matmul_ast(64, 64, 64), Target::tiny());
-    assert_eq!(tiny.applied_opts(), opts(&[(Upcast, 1, 4), (Upcast, 0, 4), (Unroll, 0, 4), (Local, 1, 8)]));
+    assert_eq!(tiny.upcasted(), 3, "{}", tiny.describe());
     assert!(tiny.local_size() <= 8);
+    // a big GPU keeps tinygrad's rules for a matmul too small to fill it with tiles
+    let gpu = optimized(&matmul_ast(64, 64, 64), Target::generic_gpu());
+    assert_eq!(gpu.applied_opts()[..2], opts(&[(Upcast, 1, 4), (Upcast, 0, 4)]));
 }
 
 #[test]
@@ -42,18 +46,113 @@ fn matvec_groups_locals_and_upcasts() {
     assert_eq!(k.describe(), "(16 | 4 | 8 | 64 | 4) global/local/group/reduce/upcast");
 }
 
-#[test]
-fn full_reduction_groups_by_256() {
-    let k = optimized(&sum_ast(&[4096], &[0]), Target::generic_gpu());
-    assert_eq!(k.applied_opts(), opts(&[(Grouptop, 0, 256)]));
-    assert_eq!(k.describe(), "(256 | 16) group/reduce");
+/// A target like an H200 through wgpu: 1024 invocations per workgroup, 48 KiB of workgroup
+/// memory, 4-wide vectors.
+fn big_gpu() -> Target {
+    Target {
+        max_local_size: vec![1024, 1024, 64],
+        max_local_invocations: 1024,
+        shared_max: 49152,
+        ..Target::generic_gpu()
+    }
 }
 
 #[test]
-fn small_output_reduce_groups_by_16() {
+fn row_sum_reads_16_bytes_per_thread_in_a_256_thread_group() {
+    let k = optimized(&sum_ast(&[4096, 8192], &[1]), big_gpu());
+    assert_eq!(k.applied_opts(), opts(&[(Unroll, 0, 4), (Group, 0, 256)]));
+    assert_eq!(k.describe(), "(4096 | 256 | 8 | 4) global/group/reduce/unroll");
+    // without 4-wide vectors the group reads scalars
+    let scalar = optimized(&sum_ast(&[4096, 8192], &[1]), Target { vector_widths: vec![1], ..big_gpu() });
+    assert_eq!(scalar.applied_opts(), opts(&[(Group, 0, 256)]));
+}
+
+#[test]
+fn column_sum_spreads_neighbouring_columns_over_threads_and_groups_rows() {
+    let k = optimized(&sum_ast(&[4096, 8192], &[0]), big_gpu());
+    assert_eq!(k.applied_opts(), opts(&[(Local, 0, 32), (Group, 0, 8)]));
+    assert_eq!(k.describe(), "(256 | 32 | 8 | 512) global/local/group/reduce");
+}
+
+#[test]
+fn full_reduction_groups_after_vector_unroll() {
+    let k = optimized(&sum_ast(&[4096], &[0]), Target::generic_gpu());
+    assert_eq!(k.applied_opts(), opts(&[(Unroll, 0, 4), (Group, 0, 256)]));
+    assert_eq!(k.describe(), "(256 | 4 | 4) group/reduce/unroll");
+    // every thread keeps four steps of its own: 1024 / 4 / 64 = 4
     let k = optimized(&sum_ast(&[64, 1024], &[1]), Target::generic_gpu());
-    assert_eq!(k.applied_opts(), opts(&[(Grouptop, 0, 16)]));
-    assert_eq!(k.describe(), "(64 | 16 | 64) global/group/reduce");
+    assert_eq!(k.applied_opts(), opts(&[(Unroll, 0, 4), (Group, 0, 64)]));
+}
+
+#[test]
+fn softmax_reductions_are_grouped_and_normalize_is_vectorized() {
+    let (rows, cols) = (4096, 8192);
+    let x = || load(1, st(&[rows, cols]));
+    let max = load(2, strided(&[rows, cols], &[1, 0], 0));
+    let max_k = optimized(&sum_ast(&[rows, cols], &[1]), big_gpu());
+    assert_eq!(max_k.applied_opts(), opts(&[(Unroll, 0, 4), (Group, 0, 256)]));
+    let exp = (x() + -max).exp2().reduce_axis(Ops::Add, &[1]);
+    let exp_sum = optimized(&store_ast(st(&[rows, 1]), exp), big_gpu());
+    assert_eq!(exp_sum.applied_opts(), opts(&[(Unroll, 0, 4), (Group, 0, 256)]));
+    let sum = load(3, strided(&[rows, cols], &[1, 0], 0));
+    let normalize = optimized(&store_ast(st(&[rows, cols]), x() * sum), big_gpu());
+    assert_eq!(normalize.applied_opts()[0], opt(Upcast, 1, 4), "16-byte loads and stores along a row");
+}
+
+#[test]
+fn few_long_rows_are_grouped_but_many_short_rows_are_not() {
+    let short = optimized(&sum_ast(&[1 << 18, 64], &[1]), big_gpu());
+    assert_eq!(short.group_for_reduces(), 0, "{}", short.describe());
+    // a reduce too short to share
+    let tiny = optimized(&sum_ast(&[16, 128], &[1]), big_gpu());
+    assert_eq!(tiny.group_for_reduces(), 0, "{}", tiny.describe());
+}
+
+#[test]
+fn odd_reduce_lengths_group_what_divides_or_stay_plain() {
+    // 400 = 16 * 25: grouped by 16 without the unroll (100 is no multiple of a group size)
+    let k = optimized(&sum_ast(&[64, 400], &[1]), big_gpu());
+    assert_eq!(k.applied_opts(), opts(&[(Group, 0, 16)]));
+    // a prime length cannot be grouped: tinygrad's rules apply
+    let prime = optimized(&sum_ast(&[64, 8191], &[1]), big_gpu());
+    assert_eq!(prime.group_for_reduces(), 0);
+    let none = optimized(&sum_ast(&[4096, 8192], &[1]), Target::no_locals());
+    assert_eq!(none.group_for_reduces(), 0, "no workgroup memory, no group");
+}
+
+#[test]
+fn large_gemm_gets_an_8x8_register_tile_and_a_16x16_workgroup() {
+    let k = optimized(&matmul_ast(4096, 4096, 4096), big_gpu());
+    let want = [(Upcast, 0, 8), (Upcast, 1, 8), (Unroll, 0, 8), (Local, 1, 16), (Local, 0, 16)];
+    assert_eq!(k.applied_opts(), opts(&want));
+    assert_eq!(k.describe(), "(32, 32 | 16, 16 | 512 | 8, 8 | 8) global/local/reduce/upcast/unroll");
+}
+
+#[test]
+fn smaller_gemm_takes_a_smaller_tile_to_keep_threads() {
+    // an 8x8 tile would leave 16384 threads for a 1024^2 output: the tile shrinks to 4x8
+    let k = optimized(&matmul_ast(1024, 1024, 1024), big_gpu());
+    let want = [(Upcast, 0, 4), (Upcast, 1, 8), (Unroll, 0, 8), (Local, 1, 16), (Local, 0, 16)];
+    assert_eq!(k.applied_opts(), opts(&want));
+    // odd sizes take the tile that divides them
+    let odd = optimized(&matmul_ast(1000, 1020, 999), big_gpu());
+    assert_eq!(odd.upcasted(), 2, "{}", odd.describe());
+    assert!(odd.local_size() > 1, "{}", odd.describe());
+}
+
+#[test]
+fn convolution_is_tiled_over_output_channels_and_positions() {
+    // y[b, co, oy, ox] = sum_{ci, ky, kx} x[b, ci, oy + ky, ox + kx] * w[co, ci, ky, kx]
+    let (b, ci, co, hw, kk) = (512, 32, 32, 24, 5);
+    let o = hw - kk + 1;
+    let shape = [b, co, o, o, ci, kk, kk];
+    let x = load(1, strided(&shape, &[ci * hw * hw, 0, hw, 1, hw * hw, hw, 1], 0));
+    let w = load(2, strided(&shape, &[0, ci * kk * kk, 0, 0, kk * kk, kk, 1], 0));
+    let out = strided(&[b, co, o, o, 1, 1, 1], &[co * o * o, o * o, o, 1, 0, 0, 0], 0);
+    let k = optimized(&store_ast(out, (x * w).reduce_axis(Ops::Add, &[4, 5, 6])), big_gpu());
+    assert_eq!(k.upcasted(), 3, "two tile axes and the unrolled kernel row: {}", k.describe());
+    assert_eq!(k.applied_opts()[1], opt(Upcast, 1, 8), "eight output channels a thread");
+    assert!(k.local_size() >= 64, "{}", k.describe());
 }
 
 #[test]
@@ -101,4 +200,12 @@ fn masked_small_axes_are_upcast_whole() {
     let k = optimized(&store_ast(st(&[4, 256]), x), Target::generic_gpu());
     assert_eq!(k.applied_opts(), opts(&[(Upcast, 0, 0), (Local, 0, 32)]));
     assert_eq!(k.describe(), "(8 | 32 | 4) global/local/upcast");
+}
+
+#[test]
+fn prime_gemm_sizes_are_padded_to_a_tile() {
+    let k = optimized(&matmul_ast(1021, 1021, 1021), big_gpu());
+    assert_eq!(k.applied_opts()[..2], opts(&[(Padto, 0, 16), (Padto, 1, 16)]), "{}", k.describe_opts());
+    assert_eq!(k.upcasted(), 2, "a tile, no unroll of a prime k: {}", k.describe());
+    assert!(k.local_size() >= 64, "{}", k.describe());
 }

@@ -16,6 +16,7 @@ use crate::batch::Batch;
 use crate::buffer::Buffer;
 use crate::device::Device;
 use crate::error::{Result, RuntimeError};
+use crate::info::DeviceKind;
 use crate::pipeline::Pipeline;
 
 /// A program rendered and compiled for one device: cheap to clone.
@@ -64,7 +65,8 @@ impl Device {
         }
     }
 
-    /// The codegen target of this device: its workgroup limits and memory. Grids larger than
+    /// The codegen target of this device: its workgroup limits and memory, and the parallelism
+    /// its kind wants (a CPU adapter such as lavapipe needs few threads). Grids larger than
     /// a dispatch dimension are flattened by the renderer, so a global dim may be as large as
     /// an `i32` index allows.
     pub fn target(&self) -> Target {
@@ -83,6 +85,11 @@ impl Device {
             has_f16: self.features().f16,
             subgroup_size: None,
             tensor_cores: vec![],
+            parallelism: match self.adapter().kind {
+                DeviceKind::Discrete => 1 << 17,
+                DeviceKind::Cpu => 1 << 10,
+                DeviceKind::Integrated | DeviceKind::Virtual | DeviceKind::Other => 1 << 15,
+            },
         }
     }
 

@@ -1,0 +1,48 @@
+//! What the heuristics look for in a kernel: the buffers a reduce reads and how each of them
+//! moves along the kernel's axes.
+
+use wgrad_ops::{Ops, UOp};
+use wgrad_shape::Sint;
+
+use crate::Kernel;
+
+/// The real stride of every axis for the tracker of buffer op `i` (`None`: not a plain stride).
+pub(super) fn strides(k: &Kernel, i: usize) -> Vec<Option<i64>> {
+    k.sts()[i].real_strides(false).into_iter().map(|s| s.as_ref().and_then(Sint::as_int)).collect()
+}
+
+/// `u` with any casts around it removed.
+fn uncast(u: &UOp) -> &UOp {
+    let mut u = u;
+    while u.op() == Ops::Cast {
+        u = &u.src()[0];
+    }
+    u
+}
+
+/// The index in `k.bufs()` of a buffer op.
+fn buf_index(k: &Kernel, u: &UOp) -> Option<usize> {
+    k.bufs().iter().position(|b| b == u)
+}
+
+/// For a kernel whose one reduce is a sum of a product of two loads (through casts), the
+/// indices in `k.bufs()` of the two loads.
+pub(super) fn mul_operands(k: &Kernel) -> Option<(usize, usize)> {
+    let [r] = k.reduceops() else { return None };
+    let wgrad_ops::Arg::ReduceAxis(Ops::Add, _) = r.arg() else { return None };
+    let mul = uncast(&r.src()[0]);
+    if mul.op() != Ops::Mul {
+        return None;
+    }
+    let (a, b) = (uncast(&mul.src()[0]), uncast(&mul.src()[1]));
+    if a.op() != Ops::Load || b.op() != Ops::Load {
+        return None;
+    }
+    Some((buf_index(k, a)?, buf_index(k, b)?))
+}
+
+/// The indices in `k.bufs()` of the loads under the first reduce.
+pub(super) fn reduce_loads(k: &Kernel) -> Vec<usize> {
+    let Some(r) = k.reduceop() else { return vec![] };
+    r.toposort().iter().filter(|u| u.op() == Ops::Load).filter_map(|u| buf_index(k, u)).collect()
+}
