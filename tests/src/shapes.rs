@@ -30,7 +30,7 @@ fn store(shape: &[usize], value: UOp) -> UOp {
 }
 
 /// `C (m, n) = A (m, k) @ B (k, n)`.
-fn matmul(m: usize, n: usize, k: usize) -> Case {
+pub fn matmul(m: usize, n: usize, k: usize) -> Case {
     let a = load(1, &[m, n, k], &[k, 0, 1]);
     let b = load(2, &[m, n, k], &[0, 1, n]);
     let ast = store(&[m, n, 1], (a * b).reduce_axis(Ops::Add, &[2]));
@@ -38,7 +38,7 @@ fn matmul(m: usize, n: usize, k: usize) -> Case {
 }
 
 /// A valid 2-d convolution of `(b, ci, hw, hw)` by `(co, ci, kk, kk)`.
-fn conv(b: usize, ci: usize, co: usize, hw: usize, kk: usize) -> Case {
+pub fn conv(b: usize, ci: usize, co: usize, hw: usize, kk: usize) -> Case {
     let o = hw - kk + 1;
     let shape = [b, co, o, o, ci, kk, kk];
     let x = load(1, &shape, &[ci * hw * hw, 0, hw, 1, hw * hw, hw, 1]);
@@ -50,18 +50,25 @@ fn conv(b: usize, ci: usize, co: usize, hw: usize, kk: usize) -> Case {
 }
 
 /// The sum over `axis` of a contiguous `(rows, cols)` buffer.
-fn sum(rows: usize, cols: usize, axis: usize) -> Case {
+pub fn sum(rows: usize, cols: usize, axis: usize) -> Case {
     let out = if axis == 1 { [rows, 1] } else { [1, cols] };
     let ast = store(&out, load(1, &[rows, cols], &[cols, 1]).reduce_axis(Ops::Add, &[axis]));
     Case { ast, buffers: vec![(DType::F32, out[0] * out[1]), (DType::F32, rows * cols)], outputs: 1 }
 }
 
 /// Softmax's second reduce: `sum(exp2(x - max))` along rows, the max broadcast.
-fn exp_sum(rows: usize, cols: usize) -> Case {
+pub fn exp_sum(rows: usize, cols: usize) -> Case {
     let x = load(1, &[rows, cols], &[cols, 1]);
     let max = load(2, &[rows, cols], &[1, 0]);
     let ast = store(&[rows, 1], (x + -max).exp2().reduce_axis(Ops::Add, &[1]));
     Case { ast, buffers: vec![(DType::F32, rows), (DType::F32, rows * cols), (DType::F32, rows)], outputs: 1 }
+}
+
+/// `x * 2 + 1` over `n` elements.
+pub fn scale_shift(n: usize) -> Case {
+    let x = load(1, &[n], &[1]);
+    let value = x * UOp::constant(DType::F32, 2.0) + UOp::constant(DType::F32, 1.0);
+    Case { ast: store(&[n], value), buffers: vec![(DType::F32, n), (DType::F32, n)], outputs: 1 }
 }
 
 /// The cases, each with a name.

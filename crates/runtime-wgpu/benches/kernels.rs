@@ -46,22 +46,6 @@ fn median(mut samples: Vec<Duration>) -> Duration {
     samples[samples.len() / 2]
 }
 
-/// Median GPU time per launch over `iters` launches in one submit (wall time per launch when
-/// the adapter has no timestamp queries).
-fn time(device: &Device, kernel: &GpuProgram, buffers: &[&Buffer], iters: usize) -> Result<Duration> {
-    let record = |n: usize| -> Result<_> {
-        let mut batch = device.batch();
-        for _ in 0..n {
-            device.launch(&mut batch, kernel, buffers, &[])?;
-        }
-        Ok(batch)
-    };
-    device.run_timed(record(2)?)?; // warm up
-    let start = Instant::now();
-    let gpu: Vec<Duration> = device.run_timed(record(iters)?)?.into_iter().flatten().collect();
-    Ok(if gpu.is_empty() { start.elapsed() / iters as u32 } else { median(gpu) })
-}
-
 fn elementwise(device: &Device, n: i64) -> Result<()> {
     let ast = store(&[n], &[1], (load(1, &[n], &[1]) + load(2, &[n], &[1])) * load(3, &[n], &[1]));
     let inputs: Vec<Buffer> =
@@ -78,7 +62,7 @@ fn elementwise(device: &Device, n: i64) -> Result<()> {
         ),
     ];
     for (label, mode) in modes {
-        let t = time(device, &kernel(&ast, device, &mode, "elementwise"), &buffers, 20)?;
+        let t = device.time_kernel(&kernel(&ast, device, &mode, "elementwise"), &buffers, 20)?;
         println!("elementwise (a+b)*c, {n} f32, {label}: {:.0} GB/s ({t:?})", moved / t.as_secs_f64() / 1e9);
     }
     let last = device.read_range(&out, 4 * (n as u64 - 1)..4 * n as u64)?;
@@ -105,7 +89,7 @@ fn gemm(device: &Device, s: i64, search: bool) -> Result<()> {
             Ok(done) => done,
             Err(_) => continue, // a tile the kernel refuses (too many threads, size mismatch)
         };
-        let t = time(device, &device.compile(&program)?, &[&out, &da, &db], 5)?;
+        let t = device.time_kernel(&device.compile(&program)?, &[&out, &da, &db], 5)?;
         let got = device.read_range(&out, 4 * (su as u64 + 2)..4 * (su as u64 + 3))?;
         let got = f32::from_le_bytes([got[0], got[1], got[2], got[3]]);
         assert!((got - want).abs() <= 1e-3 * want.abs() + 1e-3, "GEMM {label}: C[1,2] = {got}, want {want}");

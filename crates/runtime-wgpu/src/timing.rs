@@ -11,8 +11,10 @@
 use std::time::Duration;
 
 use crate::batch::{Batch, bind_group, record};
+use crate::buffer::Buffer;
 use crate::device::Device;
 use crate::error::{Result, RuntimeError, scoped};
+use crate::program::GpuProgram;
 
 /// Launches per query set: two timestamps each.
 const LAUNCHES_PER_SET: usize = (wgpu::QUERY_SET_MAX_QUERIES / 2) as usize;
@@ -21,6 +23,27 @@ const LAUNCHES_PER_SET: usize = (wgpu::QUERY_SET_MAX_QUERIES / 2) as usize;
 const SET_BYTES: u64 = wgpu::QUERY_SET_MAX_QUERIES as u64 * wgpu::QUERY_SIZE as u64;
 
 impl Device {
+    /// The median GPU time of `kernel` over `iters` launches recorded in one batch, after two
+    /// warm-up launches (wall time per launch when the device has no timestamp queries):
+    /// what benchmarks and opt searches compare kernels by.
+    pub fn time_kernel(&self, kernel: &GpuProgram, buffers: &[&Buffer], iters: usize) -> Result<Duration> {
+        let record = |n: usize| -> Result<Batch> {
+            let mut batch = self.batch();
+            for _ in 0..n {
+                self.launch(&mut batch, kernel, buffers, &[])?;
+            }
+            Ok(batch)
+        };
+        self.run_timed(record(2)?)?;
+        let start = std::time::Instant::now();
+        let mut gpu: Vec<Duration> = self.run_timed(record(iters.max(1))?)?.into_iter().flatten().collect();
+        if gpu.is_empty() {
+            return Ok(start.elapsed() / iters.max(1) as u32);
+        }
+        gpu.sort();
+        Ok(gpu[gpu.len() / 2])
+    }
+
     /// Submits `batch`, waits for it, and returns each launch's GPU time in recording
     /// order (`None` for all when the device has no timestamp queries).
     pub fn run_timed(&self, batch: Batch) -> Result<Vec<Option<Duration>>> {

@@ -1,0 +1,225 @@
+//! Opt sweep (plain `main`): times the heuristics' kernel against families of hand-listed
+//! alternatives for the shapes the heuristics plan for (row, column and softmax reductions,
+//! elementwise, GEMM, convolutions) on the wgpu device, and prints the heuristics' time and
+//! rank beside the five fastest. A measuring tool for tuning the heuristics, not a test:
+//! `cargo bench -p wgrad-conformance --bench sweep [-- NAME-FILTER]`.
+#![allow(clippy::print_stdout)]
+
+use std::time::Duration;
+
+use wgrad_codegen::{Opt, OptMode, OptOps, compile};
+use wgrad_conformance::random_ast::Case;
+use wgrad_conformance::shapes::{conv, exp_sum, matmul, scale_shift, sum};
+use wgrad_runtime_wgpu::{Buffer, Device, Result};
+
+use OptOps::{Group, Local, Unroll, Upcast};
+
+fn o(op: OptOps, axis: usize, arg: usize) -> Opt {
+    Opt::new(op, axis, arg)
+}
+
+/// A workload: its kernel, what one run counts (bytes or flops) and its candidate opt lists.
+struct Sweep {
+    name: String,
+    case: Case,
+    work: f64,
+    unit: &'static str,
+    candidates: Vec<Vec<Opt>>,
+}
+
+fn reductions() -> Vec<Vec<Opt>> {
+    let mut c = vec![vec![o(Unroll, 0, 4), o(Local, 0, 32)]];
+    for g in [32, 64, 128, 256, 512, 1024] {
+        c.push(vec![o(Group, 0, g)]);
+        for u in [2, 4, 8] {
+            c.push(vec![o(Unroll, 0, u), o(Group, 0, g)]);
+        }
+    }
+    c
+}
+
+fn columns() -> Vec<Vec<Opt>> {
+    let mut c = vec![];
+    for l in [16, 32, 64, 128] {
+        for g in [1, 2, 4, 8, 16, 32] {
+            let mut opts = vec![o(Local, 0, l)];
+            if g > 1 {
+                opts.push(o(Group, 0, g));
+            }
+            c.push(opts.clone());
+            c.push([vec![o(Upcast, 0, 4)], opts].concat());
+        }
+    }
+    c
+}
+
+fn elementwise() -> Vec<Vec<Opt>> {
+    let mut c = vec![];
+    for l in [64, 128, 256, 512, 1024] {
+        c.push(vec![o(Local, 0, l)]);
+        for u in [2, 4, 8] {
+            c.push(vec![o(Upcast, 0, u), o(Local, 0, l)]);
+        }
+    }
+    c
+}
+
+/// GEMM tiles: UPCAST m, n; LOCAL n then m; UNROLL k.
+fn gemm_tiles() -> Vec<Vec<Opt>> {
+    let mut c = vec![];
+    for (um, un) in [(4, 4), (4, 8), (8, 4), (8, 8)] {
+        for (ln, lm) in [(16, 16), (16, 8), (8, 16), (8, 8), (32, 8), (16, 4)] {
+            for u in [4, 8] {
+                c.push(vec![
+                    o(Upcast, 0, um),
+                    o(Upcast, 1, un),
+                    o(Unroll, 0, u),
+                    o(Local, 1, ln),
+                    o(Local, 0, lm),
+                ]);
+            }
+        }
+    }
+    c
+}
+
+/// Convolution tiles over (b, co, oy, ox | ci, ky, kx): UPCAST on an `m` axis (b, oy or ox) and
+/// on co, kx (reduce axis `kx`: 1 when ci = 1 left the kernel) unrolled whole, then locals on co,
+/// the `m` axis and b.
+fn conv_tiles(co: usize, o_: usize, kx: usize) -> Vec<Vec<Opt>> {
+    let mut c = vec![];
+    for (m, msize) in [(0usize, 512usize), (2, o_), (3, o_)] {
+        for um in [2, 4, 8] {
+            for un in [4, 8] {
+                if !msize.is_multiple_of(um) || msize == um || !co.is_multiple_of(un) || co == un {
+                    continue;
+                }
+                for (ln, lm, lb) in [(4, 8, 8), (4, 4, 16), (2, 8, 16), (8, 4, 8), (4, 16, 4), (1, 16, 16)] {
+                    let mut opts = vec![o(Upcast, m, um), o(Upcast, 1, un), o(Unroll, kx, 0)];
+                    for (axis, l) in [(1, ln), (m, lm), (0, lb)] {
+                        if l > 1 {
+                            opts.push(o(Local, axis, l));
+                        }
+                    }
+                    c.push(opts);
+                }
+            }
+        }
+    }
+    c
+}
+
+fn sweeps() -> Vec<Sweep> {
+    let (rows, cols) = (4096, 8192);
+    let bytes = (rows * cols * 4) as f64;
+    let gemm = |n: usize| Sweep {
+        name: format!("gemm {n}"),
+        case: matmul(n, n, n),
+        work: 2.0 * (n as f64).powi(3),
+        unit: "TFLOP/s",
+        candidates: gemm_tiles(),
+    };
+    let conv_sweep = |b: usize, ci: usize, co: usize, hw: usize, k: usize| {
+        let o_ = hw - k + 1;
+        Sweep {
+            name: format!("conv b{b} ci{ci} co{co} {hw}x{hw} k{k}"),
+            case: conv(b, ci, co, hw, k),
+            work: 2.0 * (b * co * o_ * o_ * ci * k * k) as f64,
+            unit: "TFLOP/s",
+            candidates: conv_tiles(co, o_, if ci == 1 { 1 } else { 2 }),
+        }
+    };
+    vec![
+        Sweep {
+            name: "row sum 4096x8192".into(),
+            case: sum(rows, cols, 1),
+            work: bytes,
+            unit: "GB/s",
+            candidates: reductions(),
+        },
+        Sweep {
+            name: "column sum 4096x8192".into(),
+            case: sum(rows, cols, 0),
+            work: bytes,
+            unit: "GB/s",
+            candidates: columns(),
+        },
+        Sweep {
+            name: "softmax exp-sum 4096x8192".into(),
+            case: exp_sum(rows, cols),
+            work: bytes,
+            unit: "GB/s",
+            candidates: reductions(),
+        },
+        Sweep {
+            name: "x*2+1 32M".into(),
+            case: scale_shift(32 << 20),
+            work: 8.0 * (32 << 20) as f64,
+            unit: "GB/s",
+            candidates: elementwise(),
+        },
+        gemm(1024),
+        gemm(4096),
+        conv_sweep(512, 1, 32, 28, 5),
+        conv_sweep(512, 32, 32, 24, 5),
+        conv_sweep(512, 32, 64, 10, 3),
+        conv_sweep(512, 64, 64, 8, 3),
+    ]
+}
+
+fn run(device: &Device, sweep: &Sweep) -> Result<()> {
+    let buffers: Vec<Buffer> = sweep
+        .case
+        .buffers
+        .iter()
+        .enumerate()
+        .map(|(i, &(dt, n))| {
+            let buf = device.alloc_elements(dt, n)?;
+            if i >= sweep.case.outputs {
+                let data: Vec<f32> = (0..n).map(|j| ((j % 7) as f32 - 3.0) / 8.0).collect();
+                device.write(&buf, 0, bytemuck::cast_slice(&data))?;
+            }
+            Ok(buf)
+        })
+        .collect::<Result<_>>()?;
+    let bound: Vec<&Buffer> = buffers.iter().collect();
+    let target = device.target();
+    let mut modes = vec![("heuristic".to_owned(), OptMode::Heuristic)];
+    modes.extend(sweep.candidates.iter().map(|c| (format!("{c:?}"), OptMode::Given(c.clone()))));
+    let mut results: Vec<(Duration, String, String)> = vec![];
+    for (label, mode) in modes {
+        let Ok((k, program)) = compile(&sweep.case.ast, &target, &mode, "sweep") else { continue };
+        let kernel = device.compile(&program)?;
+        let t = device.time_kernel(&kernel, &bound, 5)?;
+        let opts =
+            if label == "heuristic" { format!("heuristic {}", k.describe_opts()) } else { k.describe_opts() };
+        results.push((t, opts, k.describe()));
+    }
+    results.sort();
+    let rate = |t: &Duration| sweep.work / t.as_secs_f64() / if sweep.unit == "GB/s" { 1e9 } else { 1e12 };
+    println!("== {} ({} candidates)", sweep.name, results.len());
+    let heuristic = results.iter().position(|r| r.1.starts_with("heuristic"));
+    for (rank, (t, opts, shape)) in results.iter().enumerate() {
+        if rank < 5 || Some(rank) == heuristic {
+            println!(
+                "  #{rank:<3} {:>9.2} {} {:>9.1} us  {shape}  {opts}",
+                rate(t),
+                sweep.unit,
+                t.as_secs_f64() * 1e6
+            );
+        }
+    }
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    let device = Device::new()?;
+    println!("adapter: {}", device.adapter().name);
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    for sweep in sweeps() {
+        if filter.is_empty() || filter.iter().any(|f| sweep.name.contains(f.as_str())) {
+            run(&device, &sweep)?;
+        }
+    }
+    Ok(())
+}
