@@ -88,11 +88,11 @@ impl Target {
     }
 
     /// A target without workgroup dims or memory (a CPU-like one): every axis is global, and
-    /// a few hundred threads keep it busy.
+    /// 256 threads keep it busy.
     pub fn no_locals() -> Target {
         Target {
             name: "nolocals".into(),
-            parallelism: 1 << 10,
+            parallelism: 1 << 8,
             max_local_size: vec![1; 3],
             max_local_invocations: 1,
             shared_max: 0,

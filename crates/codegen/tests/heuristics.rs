@@ -30,7 +30,7 @@ fn matmul_upcasts_broadcasts_unrolls_and_locals() {
 fn matmul_tiles_respect_the_target() {
     // a CPU-like target wants few threads: a register tile, no workgroup
     let none = optimized(&matmul_ast(64, 64, 64), Target::no_locals());
-    assert_eq!(none.applied_opts(), opts(&[(Upcast, 0, 4), (Upcast, 1, 4), (Unroll, 0, 8)]));
+    assert_eq!(none.applied_opts(), opts(&[(Upcast, 0, 4), (Upcast, 1, 8), (Unroll, 0, 8)]));
     let tiny = optimized(&matmul_ast(64, 64, 64), Target::tiny());
     assert_eq!(tiny.upcasted(), 3, "{}", tiny.describe());
     assert!(tiny.local_size() <= 8);
@@ -58,30 +58,31 @@ fn big_gpu() -> Target {
 }
 
 #[test]
-fn row_sum_reads_16_bytes_per_thread_in_a_256_thread_group() {
+fn row_sum_reads_runs_of_8_in_a_group_just_wide_enough() {
+    // 4096 rows x 32 threads = the 1 << 17 threads the target wants
     let k = optimized(&sum_ast(&[4096, 8192], &[1]), big_gpu());
-    assert_eq!(k.applied_opts(), opts(&[(Unroll, 0, 4), (Group, 0, 256)]));
-    assert_eq!(k.describe(), "(4096 | 256 | 8 | 4) global/group/reduce/unroll");
-    // without 4-wide vectors the group reads scalars
-    let scalar = optimized(&sum_ast(&[4096, 8192], &[1]), Target { vector_widths: vec![1], ..big_gpu() });
-    assert_eq!(scalar.applied_opts(), opts(&[(Group, 0, 256)]));
+    assert_eq!(k.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 32)]));
+    assert_eq!(k.describe(), "(4096 | 32 | 32 | 8) global/group/reduce/unroll");
+    // fewer rows, wider groups
+    let few = optimized(&sum_ast(&[256, 8192], &[1]), big_gpu());
+    assert_eq!(few.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 256)]));
 }
 
 #[test]
 fn column_sum_spreads_neighbouring_columns_over_threads_and_groups_rows() {
     let k = optimized(&sum_ast(&[4096, 8192], &[0]), big_gpu());
-    assert_eq!(k.applied_opts(), opts(&[(Local, 0, 32), (Group, 0, 8)]));
-    assert_eq!(k.describe(), "(256 | 32 | 8 | 512) global/local/group/reduce");
+    assert_eq!(k.applied_opts(), opts(&[(Local, 0, 16), (Group, 0, 32)]));
+    assert_eq!(k.describe(), "(512 | 16 | 32 | 128) global/local/group/reduce");
 }
 
 #[test]
-fn full_reduction_groups_after_vector_unroll() {
+fn full_reduction_groups_after_the_unroll() {
+    // every thread keeps four steps of its own: 4096 / 8 / 128 = 4
     let k = optimized(&sum_ast(&[4096], &[0]), Target::generic_gpu());
-    assert_eq!(k.applied_opts(), opts(&[(Unroll, 0, 4), (Group, 0, 256)]));
-    assert_eq!(k.describe(), "(256 | 4 | 4) group/reduce/unroll");
-    // every thread keeps four steps of its own: 1024 / 4 / 64 = 4
+    assert_eq!(k.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 128)]));
+    assert_eq!(k.describe(), "(128 | 4 | 8) group/reduce/unroll");
     let k = optimized(&sum_ast(&[64, 1024], &[1]), Target::generic_gpu());
-    assert_eq!(k.applied_opts(), opts(&[(Unroll, 0, 4), (Group, 0, 64)]));
+    assert_eq!(k.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 32)]));
 }
 
 #[test]
@@ -90,10 +91,10 @@ fn softmax_reductions_are_grouped_and_normalize_is_vectorized() {
     let x = || load(1, st(&[rows, cols]));
     let max = load(2, strided(&[rows, cols], &[1, 0], 0));
     let max_k = optimized(&sum_ast(&[rows, cols], &[1]), big_gpu());
-    assert_eq!(max_k.applied_opts(), opts(&[(Unroll, 0, 4), (Group, 0, 256)]));
+    assert_eq!(max_k.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 32)]));
     let exp = (x() + -max).exp2().reduce_axis(Ops::Add, &[1]);
     let exp_sum = optimized(&store_ast(st(&[rows, 1]), exp), big_gpu());
-    assert_eq!(exp_sum.applied_opts(), opts(&[(Unroll, 0, 4), (Group, 0, 256)]));
+    assert_eq!(exp_sum.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 32)]));
     let sum = load(3, strided(&[rows, cols], &[1, 0], 0));
     let normalize = optimized(&store_ast(st(&[rows, cols]), x() * sum), big_gpu());
     assert_eq!(normalize.applied_opts()[0], opt(Upcast, 1, 4), "16-byte loads and stores along a row");
@@ -121,18 +122,18 @@ fn odd_reduce_lengths_group_what_divides_or_stay_plain() {
 }
 
 #[test]
-fn large_gemm_gets_an_8x8_register_tile_and_a_16x16_workgroup() {
+fn large_gemm_gets_an_8x8_register_tile_and_a_16x8_workgroup() {
     let k = optimized(&matmul_ast(4096, 4096, 4096), big_gpu());
-    let want = [(Upcast, 0, 8), (Upcast, 1, 8), (Unroll, 0, 8), (Local, 1, 16), (Local, 0, 16)];
+    let want = [(Upcast, 0, 8), (Upcast, 1, 8), (Unroll, 0, 8), (Local, 1, 16), (Local, 0, 8)];
     assert_eq!(k.applied_opts(), opts(&want));
-    assert_eq!(k.describe(), "(32, 32 | 16, 16 | 512 | 8, 8 | 8) global/local/reduce/upcast/unroll");
+    assert_eq!(k.describe(), "(64, 32 | 16, 8 | 512 | 8, 8 | 8) global/local/reduce/upcast/unroll");
 }
 
 #[test]
 fn smaller_gemm_takes_a_smaller_tile_to_keep_threads() {
-    // an 8x8 tile would leave 16384 threads for a 1024^2 output: the tile shrinks to 4x8
+    // an 8x8 tile would leave 16384 threads for a 1024^2 output: the tile shrinks to 4x4
     let k = optimized(&matmul_ast(1024, 1024, 1024), big_gpu());
-    let want = [(Upcast, 0, 4), (Upcast, 1, 8), (Unroll, 0, 8), (Local, 1, 16), (Local, 0, 16)];
+    let want = [(Upcast, 0, 4), (Upcast, 1, 4), (Unroll, 0, 8), (Local, 1, 16), (Local, 0, 8)];
     assert_eq!(k.applied_opts(), opts(&want));
     // odd sizes take the tile that divides them
     let odd = optimized(&matmul_ast(1000, 1020, 999), big_gpu());

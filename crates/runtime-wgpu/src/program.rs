@@ -87,7 +87,7 @@ impl Device {
             tensor_cores: vec![],
             parallelism: match self.adapter().kind {
                 DeviceKind::Discrete => 1 << 17,
-                DeviceKind::Cpu => 1 << 10,
+                DeviceKind::Cpu => 1 << 8,
                 DeviceKind::Integrated | DeviceKind::Virtual | DeviceKind::Other => 1 << 15,
             },
         }
