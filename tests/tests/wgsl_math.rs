@@ -1,8 +1,8 @@
 //! Rendered WGSL kernels run on wgpu (Mesa lavapipe in CI) and compared with the CPU
 //! interpreter running the same `Program` (so with `exec_alu` and `ConstValue::cast`):
 //! integers and bools bit for bit, floats within a few ULP of the dtype. The precise
-//! `exp2`/`log2`/`sin` helpers are also measured against f64 (and, for the record, the device's
-//! own builtins); the measured errors are printed to stderr.
+//! `log2`/`sin` helpers and the builtin `exp2` the renderer emits are also measured against f64
+//! (and, for the record, the device's own builtins); the measured errors are printed to stderr.
 //!
 //! Without an adapter the tests print why and return, except under `CI=true`, where they fail.
 
@@ -571,8 +571,9 @@ fn builtin(device: &Device, name: &str, xs: &[f32]) -> Vec<f32> {
     device.read_as::<f32>(&y).unwrap()
 }
 
-/// Measures `op` (exp2, log2 or sin) over `xs` against f64, prints the errors of the rendered
-/// helper and of the device builtin, and checks the helper stays within `max_ulps`.
+/// Measures `op` (exp2, log2 or sin) over `xs` against f64, prints the errors of what the
+/// renderer emits (the precise helper; for exp2 the builtin) and of the device builtin, and checks
+/// the rendered one stays within `max_ulps`.
 fn measure(device: &Device, op: Ops, range: &str, xs: &[f32], max_ulps: f64) {
     let (name, reference): (&str, fn(f64) -> f64) = match op {
         Ops::Exp2 => ("exp2", f64::exp2),
@@ -583,7 +584,7 @@ fn measure(device: &Device, op: Ops, range: &str, xs: &[f32], max_ulps: f64) {
     let (abs, rel, ulps) = errors(&rendered(device, op, xs), &want);
     let (babs, brel, bulps) = errors(&builtin(device, name, xs), &want);
     eprintln!(
-        "{name} on {range} ({}): precise max abs {abs:.3e} rel {rel:.3e} ({ulps:.2} ulp); \
+        "{name} on {range} ({}): rendered max abs {abs:.3e} rel {rel:.3e} ({ulps:.2} ulp); \
          device builtin max abs {babs:.3e} rel {brel:.3e} ({bulps:.2} ulp)",
         device.adapter().name
     );
@@ -599,8 +600,10 @@ fn sweep(n: usize, lo: f64, hi: f64, seed: u64, log: bool) -> Vec<f32> {
 fn precise_math_error_against_f64() {
     let Some(device) = wgpu_device() else { return };
     let d = &device;
-    measure(d, Ops::Exp2, "[-1, 1]", &sweep(50000, -1.0, 1.0, 11, false), 2.0);
-    measure(d, Ops::Exp2, "[-150, 128]", &sweep(50000, -150.0, 128.0, 12, false), 2.0);
+    // exp2 is the device builtin (the polynomial made softmax compute-bound): Vulkan promises
+    // 3 + 2|x| ulp; lavapipe measured 3.0 on [-1, 1]
+    measure(d, Ops::Exp2, "[-1, 1]", &sweep(50000, -1.0, 1.0, 11, false), 5.0);
+    measure(d, Ops::Exp2, "[-150, 128]", &sweep(50000, -150.0, 128.0, 12, false), 3.0 + 2.0 * 150.0);
     measure(d, Ops::Log2, "[0.5, 2]", &sweep(50000, 0.5, 2.0, 13, false), 2.0);
     measure(d, Ops::Log2, "[1e-37, 1e38] log-uniform", &sweep(50000, -37.0, 38.0, 14, true), 2.0);
     measure(d, Ops::Sin, "[-pi, pi]", &sweep(50000, -3.2, 3.2, 15, false), 2.0);

@@ -3,7 +3,7 @@
 //! [-pi, pi]), so these compute with their own reductions and polynomials, in plain f32
 //! arithmetic, with the special values of `exec_alu` (IEEE, through f64).
 
-/// `2^x`: `x = n + f` with `n = round(x)`, `2^f` by its Taylor series to degree 7 on
+/// `2^x` for `pow` (the `Exp2` op itself renders as the builtin): `x = n + f` with `n = round(x)`, `2^f` by its Taylor series to degree 7 on
 /// `|f| <= 1/2` (truncation below 1e-8 relative), scaled by `2^n` in two exact steps.
 pub(crate) const EXP2: &str = "fn NAME(x: f32) -> f32 {
   if (is_nan(x)) { return x; }
