@@ -31,6 +31,7 @@ mod loss;
 mod matmul;
 mod mode;
 mod movement;
+mod newton_schulz;
 pub mod nn;
 mod norm;
 pub mod optim;

@@ -1,5 +1,5 @@
-//! Optimizers as tinygrad's `nn/optim.py`: [`Sgd`] (momentum, Nesterov, weight decay) and
-//! the [`Adam`] family (Adam, AdamW, LAMB).
+//! Optimizers as tinygrad's `nn/optim.py`: the [`Sgd`] family (SGD with momentum, Nesterov
+//! and weight decay; LARS; Muon) and the [`Adam`] family (Adam, AdamW, LAMB).
 //!
 //! An optimizer holds the tensors it was given: those requiring grad are its parameters,
 //! the rest (a model's running statistics) are buffers it realizes with every step.
@@ -19,7 +19,7 @@ use crate::error::{Result, TensorError};
 use crate::{Tensor, no_grad};
 
 pub use adam::Adam;
-pub use sgd::Sgd;
+pub use sgd::{Sgd, SgdOpts};
 
 /// The tensors an optimizer updates and realizes, and its learning rate.
 #[derive(Debug)]
@@ -33,9 +33,15 @@ pub struct ParamGroup {
 }
 
 impl ParamGroup {
-    /// `tensors` split into parameters and buffers, with the learning rate `lr`. At least
-    /// one tensor must require grad.
+    /// `tensors` split into parameters and buffers, with the learning rate `lr` (at least
+    /// 0). At least one tensor must require grad.
     pub fn new(tensors: Vec<Tensor>, lr: f64) -> Result<ParamGroup> {
+        if lr.is_nan() || lr < 0.0 {
+            return Err(TensorError::Argument {
+                op: "optimizer",
+                why: format!("the learning rate must be at least 0, got {lr}"),
+            });
+        }
         let mut seen: Vec<UOp> = vec![];
         let (mut params, mut buffers) = (vec![], vec![]);
         for t in tensors {
