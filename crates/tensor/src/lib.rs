@@ -15,6 +15,9 @@
 //! `realize` is called. Fallible ops return [`Result`] with a [`TensorError`] naming the
 //! shapes and dtypes involved; the `std::ops` operators panic with that message instead.
 
+// `#[derive(Module)]` names `::wgrad_tensor`, in this crate's own layers too.
+extern crate self as wgrad_tensor;
+
 mod attention;
 mod autograd;
 mod binary;

@@ -186,3 +186,93 @@ fn embedding_looks_up_rows() {
         close("embedding", &values(&y), &want);
     });
 }
+
+/// A newtype: its state is its field's, under no extra name.
+#[derive(Module)]
+struct Head(Linear);
+
+/// A tuple struct of two: its fields are numbered.
+#[derive(Module)]
+struct Pair(Tensor, Option<Tensor>);
+
+#[derive(Module)]
+enum Block {
+    Dense(Linear),
+    Residual { norm: LayerNorm, scale: Tensor },
+    Identity,
+}
+
+#[derive(Module)]
+#[allow(dead_code)] // the plain-data fields are there to be skipped, never read
+struct Net {
+    blocks: Vec<Block>,
+    heads: [Head; 2],
+    extra: std::collections::BTreeMap<String, Pair>,
+    boxed: Box<Pair>,
+    #[module(rename = "running")]
+    stats: wgrad_tensor::nn::IndexMap<String, Tensor>,
+    #[module(skip)]
+    opts: ConvOpts,
+    sizes: Vec<(usize, f64)>,
+    name: String,
+}
+
+fn net() -> Net {
+    let t = |v: f32| Tensor::full(&[1], v).unwrap();
+    let residual = Block::Residual { norm: LayerNorm::new(&[2]).unwrap(), scale: t(2.0) };
+    Net {
+        blocks: vec![Block::Dense(Linear::new(2, 2, false, 0).unwrap()), Block::Identity, residual],
+        heads: [Head(Linear::new(2, 1, true, 1).unwrap()), Head(Linear::new(2, 1, false, 2).unwrap())],
+        extra: [("b".to_string(), Pair(t(3.0), None)), ("a".to_string(), Pair(t(4.0), Some(t(5.0))))]
+            .into_iter()
+            .collect(),
+        boxed: Box::new(Pair(t(6.0), None)),
+        stats: [("count".to_string(), t(7.0))].into_iter().collect(),
+        opts: ConvOpts::default(),
+        sizes: vec![(1, 0.5)],
+        name: "net".into(),
+    }
+}
+
+#[test]
+fn derived_modules_name_state_as_tinygrad_does() {
+    let model = net();
+    let names: Vec<String> = model.named_tensors().into_iter().map(|(n, _)| n).collect();
+    let want = [
+        "blocks.0.weight",
+        "blocks.2.norm.weight",
+        "blocks.2.norm.bias",
+        "blocks.2.scale",
+        "heads.0.weight",
+        "heads.0.bias",
+        "heads.1.weight",
+        "extra.a.0",
+        "extra.a.1",
+        "extra.b.0",
+        "boxed.0",
+        "running.count",
+    ];
+    assert_eq!(names, want);
+    let state = model.state_dict();
+    assert_eq!(state["extra.a.1"].to_vec::<f32>().unwrap(), [5.0]);
+    assert_eq!(state["blocks.2.scale"].uop(), {
+        let Block::Residual { scale, .. } = &model.blocks[2] else { unreachable!() };
+        scale.uop()
+    });
+    assert_eq!(model.parameters().len(), want.len());
+}
+
+#[test]
+fn a_derived_model_loads_its_own_state_dict() {
+    on_every_device(|| {
+        let source = net();
+        let mut target = net();
+        for (_, t) in target.named_tensors() {
+            t.assign(&t.zeros_like()).unwrap();
+        }
+        target.load_state_dict(&source.state_dict()).unwrap();
+        for ((name, a), (_, b)) in source.named_tensors().into_iter().zip(target.named_tensors()) {
+            assert_eq!(a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap(), "{name}");
+        }
+    });
+}

@@ -6,10 +6,11 @@ mod common;
 use std::path::PathBuf;
 
 use indexmap::IndexMap;
-use wgrad_tensor::nn::{BatchNorm, Linear, Module, prefixed, safe_load, safe_save};
+use wgrad_tensor::nn::{BatchNorm, Linear, Module, safe_load, safe_save};
 use wgrad_tensor::{DType, Tensor, TensorError, training, with_default_device};
 
-/// A small model of two layers, named as a model's fields would be.
+/// A small model of two layers, its state named after its fields.
+#[derive(Module)]
 struct Model {
     fc: Linear,
     bn: BatchNorm,
@@ -18,14 +19,6 @@ struct Model {
 impl Model {
     fn new(seed: u64) -> Model {
         Model { fc: Linear::new(3, 2, true, seed).unwrap(), bn: BatchNorm::new(2).unwrap() }
-    }
-}
-
-impl Module for Model {
-    fn named_tensors(&self) -> Vec<(String, Tensor)> {
-        let mut state = prefixed("fc", &self.fc);
-        state.extend(prefixed("bn", &self.bn));
-        state
     }
 }
 

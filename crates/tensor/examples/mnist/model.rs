@@ -1,53 +1,76 @@
 //! tinygrad's beautiful_mnist CNN and its training step (shared by the example and
 //! `tests/mnist.rs`).
 
-use wgrad_tensor::nn::{BatchNorm, Conv2d, Linear, Module, prefixed};
+use wgrad_tensor::nn::{BatchNorm, Conv2d, Linear, Module};
 use wgrad_tensor::optim::{Adam, Optimizer};
 use wgrad_tensor::{ConvOpts, DType, Result, Tensor, no_grad, training};
 
+/// One entry of tinygrad's `layers` list: a layer with state or a stateless step.
+#[derive(Module)]
+enum Layer {
+    Conv(Conv2d),
+    Norm(BatchNorm),
+    Linear(Linear),
+    Relu,
+    MaxPool,
+    Flatten,
+}
+
+impl Layer {
+    fn forward(&self, x: Tensor) -> Result<Tensor> {
+        match self {
+            Layer::Conv(c) => c.forward(&x),
+            Layer::Norm(n) => n.forward(&x),
+            Layer::Linear(l) => l.forward(&x),
+            Layer::Relu => Ok(x.relu()),
+            Layer::MaxPool => x.max_pool2d(2, None, 0),
+            Layer::Flatten => x.flatten(1),
+        }
+    }
+}
+
 /// Conv2d(1,32,5) relu Conv2d(32,32,5) relu BatchNorm(32) max_pool2d Conv2d(32,64,3) relu
-/// Conv2d(64,64,3) relu BatchNorm(64) max_pool2d flatten Linear(576,10).
+/// Conv2d(64,64,3) relu BatchNorm(64) max_pool2d flatten Linear(576,10), state named as
+/// tinygrad names it (`layers.0.weight`, ..., `layers.13.bias`).
+#[derive(Module)]
 pub struct Model {
-    convs: [Conv2d; 4],
-    norms: [BatchNorm; 2],
-    head: Linear,
+    layers: Vec<Layer>,
 }
 
 impl Model {
     /// The network with weights drawn from `seed`.
     pub fn new(seed: u64) -> Result<Model> {
-        let conv = |cin, cout, k, i| Conv2d::new(cin, cout, k, ConvOpts::default(), true, seed + i);
-        Ok(Model {
-            convs: [conv(1, 32, 5, 0)?, conv(32, 32, 5, 1)?, conv(32, 64, 3, 2)?, conv(64, 64, 3, 3)?],
-            norms: [BatchNorm::new(32)?, BatchNorm::new(64)?],
-            head: Linear::new(576, 10, true, seed + 4)?,
-        })
+        use Layer::{Flatten, MaxPool, Norm, Relu};
+        let conv =
+            |cin, cout, k, i| Conv2d::new(cin, cout, k, ConvOpts::default(), true, seed + i).map(Layer::Conv);
+        let layers = vec![
+            conv(1, 32, 5, 0)?,
+            Relu,
+            conv(32, 32, 5, 1)?,
+            Relu,
+            Norm(BatchNorm::new(32)?),
+            MaxPool,
+            conv(32, 64, 3, 2)?,
+            Relu,
+            conv(64, 64, 3, 3)?,
+            Relu,
+            Norm(BatchNorm::new(64)?),
+            MaxPool,
+            Flatten,
+            Layer::Linear(Linear::new(576, 10, true, seed + 4)?),
+        ];
+        Ok(Model { layers })
     }
 
     /// Logits `(n, 10)` of images `(n, 1, 28, 28)`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let mut x = x.clone();
-        for (pair, norm) in self.convs.chunks(2).zip(&self.norms) {
-            x = pair[1].forward(&pair[0].forward(&x)?.relu())?.relu();
-            x = norm.forward(&x)?.max_pool2d(2, None, 0)?;
-        }
-        self.head.forward(&x.flatten(1)?)
+        self.layers.iter().try_fold(x.clone(), |x, layer| layer.forward(x))
     }
 
     /// How many of `images` the model labels as `labels` says (batch statistics off).
     pub fn correct(&self, images: &Tensor, labels: &Tensor) -> Result<usize> {
         let hits = training(false, || no_grad(|| self.forward(images)?.argmax(1, false)?.eq(labels)))?;
         Ok(hits.cast(DType::I32).sum(&[], false)?.item::<i32>()? as usize)
-    }
-}
-
-impl Module for Model {
-    /// tinygrad's names: the model's `layers` list, activations and pools included.
-    fn named_tensors(&self) -> Vec<(String, Tensor)> {
-        let convs =
-            self.convs.iter().zip([0, 2, 6, 8]).flat_map(|(c, i)| prefixed(&format!("layers.{i}"), c));
-        let norms = self.norms.iter().zip([4, 10]).flat_map(|(n, i)| prefixed(&format!("layers.{i}"), n));
-        convs.chain(norms).chain(prefixed("layers.13", &self.head)).collect()
     }
 }
 

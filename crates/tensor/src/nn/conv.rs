@@ -4,7 +4,7 @@
 use crate::Tensor;
 use crate::conv::ConvOpts;
 use crate::error::{Result, TensorError};
-use crate::nn::{Module, kaiming_weight, uniform_bias, weight_and_bias};
+use crate::nn::{Module, kaiming_weight, uniform_bias};
 
 /// The weight of `weight_shape` (whose dims after the first make the fan-in) and the bias of
 /// a convolution layer from `cin` to `cout` channels, after checking that `groups` divides
@@ -27,13 +27,14 @@ fn conv_state(
 }
 
 /// A 2-d convolution layer over `(batch, in_channels, h, w)` inputs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Module)]
 pub struct Conv2d {
     /// `(out_channels, in_channels / groups, kernel, kernel)`, kaiming-uniform (`a = sqrt(5)`).
     pub weight: Tensor,
     /// `(out_channels,)`, uniform in `±1/sqrt(fan_in)`.
     pub bias: Option<Tensor>,
     /// Stride, padding, dilation and groups.
+    #[module(skip)]
     pub opts: ConvOpts,
 }
 
@@ -59,20 +60,15 @@ impl Conv2d {
     }
 }
 
-impl Module for Conv2d {
-    fn named_tensors(&self) -> Vec<(String, Tensor)> {
-        weight_and_bias(&self.weight, self.bias.as_ref())
-    }
-}
-
 /// A 1-d convolution layer over `(batch, in_channels, len)` inputs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Module)]
 pub struct Conv1d {
     /// `(out_channels, in_channels / groups, kernel)`, kaiming-uniform (`a = sqrt(5)`).
     pub weight: Tensor,
     /// `(out_channels,)`, uniform in `±1/sqrt(fan_in)`.
     pub bias: Option<Tensor>,
     /// Stride, padding, dilation and groups.
+    #[module(skip)]
     pub opts: ConvOpts,
 }
 
@@ -97,15 +93,9 @@ impl Conv1d {
     }
 }
 
-impl Module for Conv1d {
-    fn named_tensors(&self) -> Vec<(String, Tensor)> {
-        weight_and_bias(&self.weight, self.bias.as_ref())
-    }
-}
-
 /// A transposed 2-d convolution layer (the gradient of a convolution by its input) over
 /// `(batch, in_channels, h, w)` inputs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Module)]
 pub struct ConvTranspose2d {
     /// `(in_channels, out_channels / groups, kernel, kernel)`, kaiming-uniform (`a = sqrt(5)`).
     pub weight: Tensor,
@@ -113,6 +103,7 @@ pub struct ConvTranspose2d {
     /// after the first, as tinygrad has it).
     pub bias: Option<Tensor>,
     /// Stride, padding, dilation and groups.
+    #[module(skip)]
     pub opts: ConvOpts,
     /// Extra rows and columns at the end of the output.
     pub output_padding: usize,
@@ -138,11 +129,5 @@ impl ConvTranspose2d {
     /// The transposed convolution of `x` `(batch, in_channels, h, w)`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         x.conv_transpose2d(&self.weight, self.bias.as_ref(), &self.opts, self.output_padding)
-    }
-}
-
-impl Module for ConvTranspose2d {
-    fn named_tensors(&self) -> Vec<(String, Tensor)> {
-        weight_and_bias(&self.weight, self.bias.as_ref())
     }
 }

@@ -5,7 +5,7 @@ use crate::error::Result;
 use crate::nn::{Module, subseed, trainable};
 
 /// A table of `vocab_size` vectors of `embed_size`, looked up by index.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Module)]
 pub struct Embedding {
     /// `(vocab_size, embed_size)`, glorot-uniform.
     pub weight: Tensor,
@@ -21,11 +21,5 @@ impl Embedding {
     /// The vectors of the integer indices `idx`: shape `idx.shape + (embed_size,)`.
     pub fn forward(&self, idx: &Tensor) -> Result<Tensor> {
         idx.embedding(&self.weight)
-    }
-}
-
-impl Module for Embedding {
-    fn named_tensors(&self) -> Vec<(String, Tensor)> {
-        vec![("weight".to_string(), self.weight.clone())]
     }
 }

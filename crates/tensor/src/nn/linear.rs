@@ -2,10 +2,10 @@
 
 use crate::Tensor;
 use crate::error::Result;
-use crate::nn::{Module, kaiming_weight, uniform_bias, weight_and_bias};
+use crate::nn::{Module, kaiming_weight, uniform_bias};
 
 /// A fully connected layer: `weight` is `(out_features, in_features)`, `bias` `(out_features,)`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Module)]
 pub struct Linear {
     /// `(out_features, in_features)`, kaiming-uniform (`a = sqrt(5)`).
     pub weight: Tensor,
@@ -24,11 +24,5 @@ impl Linear {
     /// `x @ weight.T + bias` over the last axis of `x`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         x.linear(&self.weight.t()?, self.bias.as_ref())
-    }
-}
-
-impl Module for Linear {
-    fn named_tensors(&self) -> Vec<(String, Tensor)> {
-        weight_and_bias(&self.weight, self.bias.as_ref())
     }
 }

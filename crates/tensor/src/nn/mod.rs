@@ -7,15 +7,18 @@
 //! same seed gives the same initial weights on every device.
 //!
 //! [`Module`] lists a layer's tensors by name: [`Module::state_dict`] and
-//! [`Module::load_state_dict`] build on it, and a model of several layers implements it by
-//! chaining its layers' [`Module::named_tensors`] through [`prefixed`]. [`safe_save`] and
-//! [`safe_load`] write and read such dicts as safetensors files.
+//! [`Module::load_state_dict`] build on it. A model implements it with
+//! `#[derive(Module)]`, which names each tensor by its path through the model's fields, as
+//! tinygrad's `get_state_dict` does. [`safe_save`] and [`safe_load`] write and read such
+//! dicts as safetensors files.
 
 mod conv;
 mod embedding;
 mod linear;
 mod norm;
 mod safetensors;
+
+use std::collections::BTreeMap;
 
 pub use indexmap::IndexMap;
 
@@ -27,8 +30,73 @@ pub use embedding::Embedding;
 pub use linear::Linear;
 pub use norm::{BatchNorm, GroupNorm, LayerNorm, RMSNorm};
 pub use safetensors::{safe_load, safe_save};
+/// `#[derive(Module)]`: the [`Module`] of a struct or enum from its fields (see [`Module`]).
+pub use wgrad_derive::Module;
 
 /// Something with named state tensors: a layer or a model of layers.
+///
+/// `#[derive(Module)]` implements it from the fields, in declaration order: a field's state
+/// tensors are named `field.name` (`fc.weight`), a `Tensor` field is named after the field
+/// itself, `Vec`s, slices and arrays number their items (`layers.0.weight`), `IndexMap` and
+/// `BTreeMap` use their keys, `Option` and `Box` are transparent, as is the single field of a
+/// tuple struct or enum variant (so a `Vec` of an enum of layers is tinygrad's list of layers,
+/// stateless entries included in the numbering). Fields of plain-data types (numbers,
+/// `bool`, `String`, and `Vec`s, arrays, `Option`s and tuples of them) are skipped; mark any
+/// other field that holds no state `#[module(skip)]`, and use `#[module(rename = "name")]`
+/// for a state name that is not the field's.
+///
+/// ```
+/// use wgrad_tensor::nn::{BatchNorm, Linear, Module};
+/// use wgrad_tensor::{Tensor, Result};
+///
+/// #[derive(Module)]
+/// enum Layer {
+///     Linear(Linear),
+///     Norm(BatchNorm),
+///     Relu,
+/// }
+///
+/// #[derive(Module)]
+/// struct Model {
+///     layers: Vec<Layer>,
+///     scale: Tensor,
+///     #[module(rename = "out")]
+///     head: Option<Linear>,
+///     eps: f64,
+/// }
+///
+/// # fn main() -> Result<()> {
+/// let model = Model {
+///     layers: vec![Layer::Linear(Linear::new(4, 3, true, 0)?), Layer::Relu, Layer::Norm(BatchNorm::new(3)?)],
+///     scale: Tensor::ones(&[3], wgrad_tensor::DType::F32)?,
+///     head: Some(Linear::new(3, 2, false, 1)?),
+///     eps: 1e-5,
+/// };
+/// let names: Vec<String> = model.state_dict().into_keys().collect();
+/// assert_eq!(names, [
+///     "layers.0.weight", "layers.0.bias", "layers.2.weight", "layers.2.bias",
+///     "layers.2.running_mean", "layers.2.running_var", "layers.2.num_batches_tracked",
+///     "scale", "out.weight",
+/// ]);
+/// # Ok(()) }
+/// ```
+///
+/// A field that is neither state nor plain data must be marked:
+///
+/// ```compile_fail,E0277
+/// use wgrad_tensor::ConvOpts;
+/// use wgrad_tensor::nn::{Conv2d, Module};
+///
+/// #[derive(Module)]
+/// struct Model {
+///     conv: Conv2d,
+///     opts: ConvOpts, // error: ConvOpts is not a Module; needs #[module(skip)]
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` holds no named state tensors (it is not a `Module`)",
+    note = "mark a field that holds no tensors `#[module(skip)]`, or derive `Module` for its type"
+)]
 pub trait Module {
     /// Every state tensor under its state-dict name, in a fixed order: the trainable ones
     /// (which require grad) and buffers such as running statistics (which do not).
@@ -68,10 +136,68 @@ pub trait Module {
     }
 }
 
-/// `module`'s named tensors with `prefix.` before each name, for a model's
-/// [`Module::named_tensors`]: `prefixed("l1", &self.l1)` gives `l1.weight`, `l1.bias`.
-pub fn prefixed(prefix: &str, module: &impl Module) -> Vec<(String, Tensor)> {
-    module.named_tensors().into_iter().map(|(name, t)| (format!("{prefix}.{name}"), t)).collect()
+/// A tensor is its own state, under the name its owner gives it.
+impl Module for Tensor {
+    fn named_tensors(&self) -> Vec<(String, Tensor)> {
+        vec![(String::new(), self.clone())]
+    }
+}
+
+/// The state of the value, if there is one.
+impl<M: Module> Module for Option<M> {
+    fn named_tensors(&self) -> Vec<(String, Tensor)> {
+        self.iter().flat_map(M::named_tensors).collect()
+    }
+}
+
+/// The state of the boxed value.
+impl<M: Module + ?Sized> Module for Box<M> {
+    fn named_tensors(&self) -> Vec<(String, Tensor)> {
+        (**self).named_tensors()
+    }
+}
+
+/// Each item's state under its index: `0.weight`, `1.weight`.
+impl<M: Module> Module for [M] {
+    fn named_tensors(&self) -> Vec<(String, Tensor)> {
+        self.iter().enumerate().flat_map(|(i, m)| prefixed(&i.to_string(), m)).collect()
+    }
+}
+
+/// Each item's state under its index.
+impl<M: Module, const N: usize> Module for [M; N] {
+    fn named_tensors(&self) -> Vec<(String, Tensor)> {
+        self.as_slice().named_tensors()
+    }
+}
+
+/// Each item's state under its index.
+impl<M: Module> Module for Vec<M> {
+    fn named_tensors(&self) -> Vec<(String, Tensor)> {
+        self.as_slice().named_tensors()
+    }
+}
+
+/// Each value's state under its key, in insertion order.
+impl<M: Module> Module for IndexMap<String, M> {
+    fn named_tensors(&self) -> Vec<(String, Tensor)> {
+        self.iter().flat_map(|(k, m)| prefixed(k, m)).collect()
+    }
+}
+
+/// Each value's state under its key, in key order.
+impl<M: Module> Module for BTreeMap<String, M> {
+    fn named_tensors(&self) -> Vec<(String, Tensor)> {
+        self.iter().flat_map(|(k, m)| prefixed(k, m)).collect()
+    }
+}
+
+/// `module`'s named tensors with `prefix.` before each name (`prefixed("l1", &self.l1)`
+/// gives `l1.weight`, `l1.bias`), and a tensor's own under `prefix`: what
+/// `#[derive(Module)]` calls for each field.
+pub fn prefixed(prefix: &str, module: &(impl Module + ?Sized)) -> Vec<(String, Tensor)> {
+    let name = |n: String| if n.is_empty() { prefix.to_string() } else { format!("{prefix}.{n}") };
+    module.named_tensors().into_iter().map(|(n, t)| (name(n), t)).collect()
 }
 
 /// The seed of random stream `stream` of a layer built with `seed` (SplitMix64 of both):
@@ -82,12 +208,6 @@ fn subseed(seed: u64, stream: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
-}
-
-/// `weight` then `bias` (if any), by name: the state of most layers.
-fn weight_and_bias(weight: &Tensor, bias: Option<&Tensor>) -> Vec<(String, Tensor)> {
-    let bias = bias.map(|b| ("bias".to_string(), b.clone()));
-    std::iter::once(("weight".to_string(), weight.clone())).chain(bias).collect()
 }
 
 /// A trainable tensor: `t` in a buffer of its own, requiring grad.

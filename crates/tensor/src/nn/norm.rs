@@ -5,7 +5,7 @@ use wgrad_dtype::DType;
 
 use crate::error::{Result, TensorError};
 use crate::mode::is_training;
-use crate::nn::{Module, trainable, weight_and_bias};
+use crate::nn::{Module, trainable};
 use crate::{Tensor, no_grad};
 
 /// Trainable float32 `value`s of `shape`.
@@ -18,19 +18,11 @@ fn affine(shape: &[usize]) -> Result<(Option<Tensor>, Option<Tensor>)> {
     Ok((Some(filled(shape, 1.0)?), Some(filled(shape, 0.0)?)))
 }
 
-/// `weight` and `bias` (those present), by name.
-fn optional_state(weight: Option<&Tensor>, bias: Option<&Tensor>) -> Vec<(String, Tensor)> {
-    match weight {
-        Some(w) => weight_and_bias(w, bias),
-        None => bias.map(|b| ("bias".to_string(), b.clone())).into_iter().collect(),
-    }
-}
-
 /// Batch normalization over the channels of axis 1 (`BatchNorm2d` for 4-d inputs), as
 /// PyTorch and tinygrad: in training mode ([`crate::training`]) each batch is normalized
 /// by its own mean and (biased) variance and the running statistics move towards them
 /// (the variance unbiased) by `momentum`; otherwise the running statistics normalize.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Module)]
 pub struct BatchNorm {
     /// Per-channel scale `(channels,)`, ones; `None` for no affine transform.
     pub weight: Option<Tensor>,
@@ -114,22 +106,8 @@ fn stat_shape(x: &Tensor) -> Vec<isize> {
     (0..x.ndim()).map(|a| if a == 1 { -1 } else { 1 }).collect()
 }
 
-impl Module for BatchNorm {
-    fn named_tensors(&self) -> Vec<(String, Tensor)> {
-        let mut state = optional_state(self.weight.as_ref(), self.bias.as_ref());
-        for (name, t) in [
-            ("running_mean", &self.running_mean),
-            ("running_var", &self.running_var),
-            ("num_batches_tracked", &self.num_batches_tracked),
-        ] {
-            state.push((name.to_string(), t.clone()));
-        }
-        state
-    }
-}
-
 /// Layer normalization over the last dims (`normalized_shape`), then `x * weight + bias`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Module)]
 pub struct LayerNorm {
     /// The trailing dims normalized together.
     pub normalized_shape: Vec<usize>,
@@ -175,15 +153,9 @@ fn scale_shift(y: Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>) -> Res
     }
 }
 
-impl Module for LayerNorm {
-    fn named_tensors(&self) -> Vec<(String, Tensor)> {
-        optional_state(self.weight.as_ref(), self.bias.as_ref())
-    }
-}
-
 /// Group normalization: the channels of axis 1 split into `groups`, each group normalized
 /// over its channels and the spatial dims, then scaled and shifted per channel.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Module)]
 pub struct GroupNorm {
     /// Number of channel groups.
     pub groups: usize,
@@ -213,14 +185,8 @@ impl GroupNorm {
     }
 }
 
-impl Module for GroupNorm {
-    fn named_tensors(&self) -> Vec<(String, Tensor)> {
-        optional_state(self.weight.as_ref(), self.bias.as_ref())
-    }
-}
-
 /// Root-mean-square normalization over the last axis, then `x * weight`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Module)]
 pub struct RMSNorm {
     /// Scale `(dim,)`, ones; `None` for no scale.
     pub weight: Option<Tensor>,
@@ -237,11 +203,5 @@ impl RMSNorm {
     /// `x` divided by the root mean square of its last axis, scaled.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         scale_shift(x.rmsnorm(-1, self.eps)?, self.weight.as_ref(), None)
-    }
-}
-
-impl Module for RMSNorm {
-    fn named_tensors(&self) -> Vec<(String, Tensor)> {
-        optional_state(self.weight.as_ref(), None)
     }
 }
