@@ -126,42 +126,69 @@ impl Tensor {
         opts: &ConvOpts,
         output_padding: usize,
     ) -> Result<Tensor> {
-        let op = "conv_transpose2d";
+        self.conv_transpose("conv_transpose2d", 2, weight, bias, opts, output_padding)
+    }
+
+    /// The transposed 1-d convolution (the gradient of `conv1d` by its input) of
+    /// `(batch, cin, len)` by `(cin, cout / groups, k)`, plus `bias` `(cout,)`;
+    /// `output_padding` extra positions at the end of the output.
+    pub fn conv_transpose1d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        opts: &ConvOpts,
+        output_padding: usize,
+    ) -> Result<Tensor> {
+        self.conv_transpose("conv_transpose1d", 1, weight, bias, opts, output_padding)
+    }
+
+    /// The transposed convolution over `n` spatial dims: the input spread out by the
+    /// stride, convolved with the weight flipped and its channel dims swapped.
+    fn conv_transpose(
+        &self,
+        op: &'static str,
+        n: usize,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        opts: &ConvOpts,
+        output_padding: usize,
+    ) -> Result<Tensor> {
         let bad = |why: String| TensorError::Shapes { op, lhs: self.operand(), rhs: weight.operand(), why };
         let g = opts.groups;
-        if self.ndim() != 4
-            || weight.ndim() != 4
+        if self.ndim() != n + 2
+            || weight.ndim() != n + 2
+            || weight.shape()[2..].contains(&0)
             || g == 0
             || !weight.shape()[0].is_multiple_of(g)
             || opts.stride == 0
         {
-            return Err(bad(format!("want (batch, cin, h, w) and (cin, cout / {g}, kh, kw), stride >= 1")));
+            let dims = if n == 1 { "len" } else { "h, w" };
+            return Err(bad(format!("want (batch, cin, {dims}) and (cin, cout / {g}, k..), stride >= 1")));
         }
         if self.shape()[1] != weight.shape()[0] {
             return Err(bad("input channels differ".into()));
         }
         // (cin, rcout, k..) -> (g, rcout, cin / g, k..) flipped -> (cout, cin / g, k..)
-        let (cin, rcout, kh, kw) =
-            (weight.shape()[0], weight.shape()[1], weight.shape()[2], weight.shape()[3]);
-        let w = weight.reshape_to(&[g, cin / g, rcout, kh, kw]).transpose(1, 2)?.flip(&[3, 4])?;
-        let w = w.reshape_to(&[g * rcout, cin / g, kh, kw]);
+        let (cin, rcout, kernel) = (weight.shape()[0], weight.shape()[1], &weight.shape()[2..]);
+        let mut grouped = vec![g, cin / g, rcout];
+        grouped.extend(kernel);
+        let spatial: Vec<isize> = (3..3 + n as isize).collect();
+        let w = weight.reshape_to(&grouped).transpose(1, 2)?.flip(&spatial)?;
+        let mut w_shape = vec![g * rcout, cin / g];
+        w_shape.extend(kernel);
+        let w = w.reshape_to(&w_shape);
         // the input spread out by the stride: s - 1 zeros after each element, none at the end
-        let (bs, h, wd, s) = (self.shape()[0], self.shape()[2], self.shape()[3], opts.stride);
-        let x = self.reshape_to(&[bs, cin, h, 1, wd, 1]).pad(&[
-            (0, 0),
-            (0, 0),
-            (0, 0),
-            (0, s - 1),
-            (0, 0),
-            (0, s - 1),
-        ])?;
-        let x = x.reshape_to(&[bs, cin, h * s, wd * s]).shrink(&[
-            (0, bs),
-            (0, cin),
-            (0, h * s - (s - 1)),
-            (0, wd * s - (s - 1)),
-        ])?;
-        let pads: Vec<(isize, isize)> = [kh, kw]
+        let (s, dims) = (opts.stride, &self.shape()[2..]);
+        let mut split = self.shape()[..2].to_vec();
+        dims.iter().for_each(|&d| split.extend([d, 1]));
+        let mut pads = vec![(0, 0); 2];
+        dims.iter().for_each(|_| pads.extend([(0, 0), (0, s - 1)]));
+        let mut spread = self.shape()[..2].to_vec();
+        spread.extend(dims.iter().map(|&d| d * s));
+        let mut kept: Vec<(usize, usize)> = spread[..2].iter().map(|&d| (0, d)).collect();
+        kept.extend(dims.iter().map(|&d| (0, (d * s).saturating_sub(s - 1))));
+        let x = self.reshape_to(&split).pad(&pads)?.reshape_to(&spread).shrink(&kept)?;
+        let pads: Vec<(isize, isize)> = kernel
             .iter()
             .map(|&k| {
                 let full = ((k - 1) * opts.dilation) as isize - opts.padding as isize;

@@ -52,7 +52,7 @@ pub use create::with_default_device;
 pub use element::Element;
 pub use error::{Operand, Result, TensorError};
 pub use index::Index;
-pub use mode::{is_training, training};
+pub use mode::{is_training, set_training, training};
 pub use tensor::Tensor;
 pub use wgrad_dtype::DType;
 pub use wgrad_engine::DeviceName;

@@ -1,13 +1,14 @@
-//! nn layers: shapes, initial values within tinygrad's bounds, reproducible seeds, and the
-//! normalizations (BatchNorm's running statistics included) against f64 references, on
-//! every device.
+//! nn layers: shapes, initial values within tinygrad's bounds, reproducible seeds, derived
+//! state names, and the layers (BatchNorm's running statistics included) against f64
+//! references, forward and (for the newer layers) backward, on every device.
 
 mod common;
 
 use wgrad_tensor::nn::{
-    BatchNorm, Conv1d, Conv2d, ConvTranspose2d, Embedding, GroupNorm, LayerNorm, Linear, Module, RMSNorm,
+    BatchNorm, Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Embedding, GroupNorm, InstanceNorm,
+    LSTMCell, LayerNorm, LayerNorm2d, Linear, Module, RMSNorm,
 };
-use wgrad_tensor::{ConvOpts, Tensor, TensorError, training, with_default_device};
+use wgrad_tensor::{ConvOpts, Tensor, TensorError, is_training, set_training, training, with_default_device};
 
 fn values(t: &Tensor) -> Vec<f64> {
     t.to_vec::<f32>().unwrap().into_iter().map(f64::from).collect()
@@ -275,4 +276,267 @@ fn a_derived_model_loads_its_own_state_dict() {
             assert_eq!(a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap(), "{name}");
         }
     });
+}
+
+/// The gradient of `sum(f(x))` by `x`, by central differences.
+fn numeric_grad(x: &[f64], f: impl Fn(&[f64]) -> Vec<f64>) -> Vec<f64> {
+    let h = 1e-6;
+    (0..x.len())
+        .map(|i| {
+            let at = |d: f64| {
+                let mut p = x.to_vec();
+                p[i] += d;
+                f(&p).iter().sum::<f64>()
+            };
+            (at(h) - at(-h)) / (2.0 * h)
+        })
+        .collect()
+}
+
+/// `got` within tinygrad's gradient tolerance of `want`.
+fn close_grad(what: &str, got: &Tensor, want: &[f64]) {
+    let got = values(got);
+    assert_eq!(got.len(), want.len(), "{what}");
+    let ok = got.iter().zip(want).all(|(g, w)| (g - w).abs() <= 1e-4 + 1e-3 * w.abs());
+    assert!(ok, "{what}: {got:?} != {want:?}");
+}
+
+fn tensor(x: &[f64], shape: &[usize]) -> Tensor {
+    let t = Tensor::from_vec(x.iter().map(|&v| v as f32).collect(), shape).unwrap();
+    t.set_requires_grad(true).unwrap();
+    t
+}
+
+/// Values in [-2, 2], as tinygrad's op tests draw them.
+fn inputs(n: usize, seed: u64) -> Vec<f64> {
+    values(&Tensor::uniform(&[n], -2.0, 2.0, seed).unwrap())
+}
+
+/// The transposed 1-d convolution of `x` `(b, cin, len)` by `w` `(cin, cout / g, k)`, written
+/// out from its definition: each input position scatters its weighted taps to
+/// `i * stride - padding + t * dilation`.
+fn conv_transpose1d_ref(
+    x: &[f64],
+    w: &[f64],
+    bias: &[f64],
+    dims: [usize; 4],
+    opts: ConvOpts,
+    out_pad: usize,
+) -> Vec<f64> {
+    let [b, cin, len, k] = dims;
+    let (cout, g) = (bias.len(), opts.groups);
+    let (cin_g, cout_g) = (cin / g, cout / g);
+    let out_len = (len - 1) * opts.stride + opts.dilation * (k - 1) + out_pad + 1 - 2 * opts.padding;
+    let mut y: Vec<f64> = (0..b * cout * out_len).map(|q| bias[q / out_len % cout]).collect();
+    for n in 0..b {
+        for ci in 0..cin {
+            for co_l in 0..cout_g {
+                let co = ci / cin_g * cout_g + co_l;
+                for i in 0..len {
+                    for t in 0..k {
+                        let o = (i * opts.stride + t * opts.dilation) as isize - opts.padding as isize;
+                        if (0..out_len as isize).contains(&o) {
+                            y[(n * cout + co) * out_len + o as usize] +=
+                                x[(n * cin + ci) * len + i] * w[(ci * cout_g + co_l) * k + t];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    y
+}
+
+#[test]
+fn conv_transpose1d_matches_the_reference_forward_and_backward() {
+    on_every_device(|| {
+        let opts = ConvOpts { stride: 2, padding: 1, dilation: 2, groups: 2 };
+        let layer = ConvTranspose1d::new(4, 6, 3, opts, 1, true, 9).unwrap();
+        assert_eq!(layer.weight.shape(), [4, 3, 3]);
+        within("conv_transpose1d weight", &layer.weight, (1.0f64 / 9.0).sqrt());
+        let xs = inputs(2 * 4 * 5, 1);
+        let x = tensor(&xs, &[2, 4, 5]);
+        let (w, b) = (values(&layer.weight), values(layer.bias.as_ref().unwrap()));
+        let y = layer.forward(&x).unwrap();
+        // (5 - 1) * 2 - 2 * 1 + 2 * (3 - 1) + 1 + 1
+        assert_eq!(y.shape(), [2, 6, 12]);
+        let dims = [2, 4, 5, 3];
+        close("conv_transpose1d", &values(&y), &conv_transpose1d_ref(&xs, &w, &b, dims, opts, 1));
+        y.sum(&[], false).unwrap().backward().unwrap();
+        let dx = numeric_grad(&xs, |x| conv_transpose1d_ref(x, &w, &b, dims, opts, 1));
+        close_grad("d/dx", &x.grad().unwrap(), &dx);
+        let dw = numeric_grad(&w, |w| conv_transpose1d_ref(&xs, w, &b, dims, opts, 1));
+        close_grad("d/dweight", &layer.weight.grad().unwrap(), &dw);
+    });
+    let c = ConvTranspose1d::new(2, 2, 3, ConvOpts::default(), 0, false, 0).unwrap();
+    let err = c.forward(&Tensor::rand(&[1, 2, 3, 3], 0).unwrap()).unwrap_err();
+    assert!(matches!(err, TensorError::Shapes { op: "conv_transpose1d", .. }), "{err}");
+}
+
+/// Each group of `n` values `stride` apart in blocks of `block`, normalized; the rest of the
+/// index picks the block. `(x - mean) / sqrt(var + eps)`, then `* scale[c] + shift[c]` with
+/// `c` from `channel(index)`.
+fn normalize_groups(
+    x: &[f64],
+    members: impl Fn(usize) -> Vec<usize>,
+    affine: impl Fn(usize) -> (f64, f64),
+) -> Vec<f64> {
+    (0..x.len())
+        .map(|i| {
+            let group = members(i);
+            let n = group.len() as f64;
+            let mean = group.iter().map(|&j| x[j]).sum::<f64>() / n;
+            let var = group.iter().map(|&j| (x[j] - mean).powi(2)).sum::<f64>() / n;
+            let (scale, shift) = affine(i);
+            (x[i] - mean) / (var + 1e-5).sqrt() * scale + shift
+        })
+        .collect()
+}
+
+const SCALE: [f64; 3] = [0.5, 2.0, -1.0];
+const SHIFT: [f64; 3] = [0.25, -1.0, 0.5];
+
+fn set_affine(weight: &Option<Tensor>, bias: &Option<Tensor>) {
+    let f32s = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<_>>();
+    weight.as_ref().unwrap().assign(&Tensor::from_vec(f32s(&SCALE), &[3]).unwrap()).unwrap();
+    bias.as_ref().unwrap().assign(&Tensor::from_vec(f32s(&SHIFT), &[3]).unwrap()).unwrap();
+}
+
+#[test]
+fn instancenorm_normalizes_each_channel_of_each_sample() {
+    on_every_device(|| {
+        let norm = InstanceNorm::new(3).unwrap();
+        set_affine(&norm.weight, &norm.bias);
+        let xs = inputs(2 * 3 * 4, 2);
+        let x = tensor(&xs, &[2, 3, 4]);
+        let reference = |x: &[f64]| {
+            normalize_groups(
+                x,
+                |i| (i / 4 * 4..i / 4 * 4 + 4).collect(),
+                |i| (SCALE[i / 4 % 3], SHIFT[i / 4 % 3]),
+            )
+        };
+        let y = norm.forward(&x).unwrap();
+        close("instancenorm", &values(&y), &reference(&xs));
+        y.sum(&[], false).unwrap().backward().unwrap();
+        close_grad("instancenorm d/dx", &x.grad().unwrap(), &numeric_grad(&xs, reference));
+    });
+    let names: Vec<String> =
+        InstanceNorm::new(2).unwrap().named_tensors().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["weight", "bias"]);
+    let err = InstanceNorm::new(2).unwrap().forward(&Tensor::rand(&[2, 4, 3], 0).unwrap()).unwrap_err();
+    assert!(matches!(err, TensorError::Movement { op: "InstanceNorm", .. }), "{err}");
+}
+
+#[test]
+fn layernorm2d_normalizes_the_channels_at_each_position() {
+    on_every_device(|| {
+        let norm = LayerNorm2d::new(3).unwrap();
+        set_affine(&norm.0.weight, &norm.0.bias);
+        let xs = inputs(2 * 3 * 2 * 2, 3);
+        let x = tensor(&xs, &[2, 3, 2, 2]);
+        // (n, c, p): the channels of one position are 4 apart
+        let reference = |x: &[f64]| {
+            normalize_groups(
+                x,
+                |i| (0..3).map(|c| i / 12 * 12 + c * 4 + i % 4).collect(),
+                |i| (SCALE[i / 4 % 3], SHIFT[i / 4 % 3]),
+            )
+        };
+        let y = norm.forward(&x).unwrap();
+        assert_eq!(y.shape(), [2, 3, 2, 2]);
+        close("layernorm2d", &values(&y), &reference(&xs));
+        y.sum(&[], false).unwrap().backward().unwrap();
+        close_grad("layernorm2d d/dx", &x.grad().unwrap(), &numeric_grad(&xs, reference));
+    });
+    let names: Vec<String> =
+        LayerNorm2d::new(2).unwrap().named_tensors().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["weight", "bias"]);
+    let err = LayerNorm2d::new(3).unwrap().forward(&Tensor::rand(&[2, 3, 4], 0).unwrap()).unwrap_err();
+    assert!(matches!(err, TensorError::Movement { op: "LayerNorm2d", .. }), "{err}");
+}
+
+/// One LSTM step in f64: `(h, c)` from `x` `(b, input)`, weights and biases as the layer
+/// stores them, state `(h, c)` `(b, hidden)`.
+fn lstm_ref(
+    x: &[f64],
+    w: [&[f64]; 4],
+    h: &[f64],
+    c: &[f64],
+    (b, input, hidden): (usize, usize, usize),
+) -> (Vec<f64>, Vec<f64>) {
+    let [w_ih, w_hh, b_ih, b_hh] = w;
+    let sigmoid = |v: f64| 1.0 / (1.0 + (-v).exp());
+    let (mut h2, mut c2) = (vec![0.0; b * hidden], vec![0.0; b * hidden]);
+    for n in 0..b {
+        let gate = |row: usize| {
+            let from_x: f64 = (0..input).map(|j| x[n * input + j] * w_ih[row * input + j]).sum();
+            let from_h: f64 = (0..hidden).map(|j| h[n * hidden + j] * w_hh[row * hidden + j]).sum();
+            from_x + from_h + b_ih[row] + b_hh[row]
+        };
+        for u in 0..hidden {
+            let (i, f, g, o) = (gate(u), gate(hidden + u), gate(2 * hidden + u), gate(3 * hidden + u));
+            let q = n * hidden + u;
+            c2[q] = sigmoid(f) * c[q] + sigmoid(i) * g.tanh();
+            h2[q] = sigmoid(o) * c2[q].tanh();
+        }
+    }
+    (h2, c2)
+}
+
+#[test]
+fn lstmcell_matches_the_reference_over_two_steps() {
+    on_every_device(|| {
+        let dims = (2, 3, 2);
+        let cell = LSTMCell::new(3, 2, true, 4).unwrap();
+        assert_eq!((cell.weight_ih.shape(), cell.weight_hh.shape()), (&[8, 3][..], &[8, 2][..]));
+        within("weight_hh", &cell.weight_hh, 1.0 / 2f64.sqrt());
+        assert_eq!(values(cell.bias_ih.as_ref().unwrap()), [0.0; 8]);
+        for (bias, seed) in [(&cell.bias_ih, 5), (&cell.bias_hh, 6)] {
+            bias.as_ref().unwrap().assign(&Tensor::uniform(&[8], -1.0, 1.0, seed).unwrap()).unwrap();
+        }
+        let (x1, x2) = (inputs(6, 7), inputs(6, 8));
+        let (w_ih, w_hh) = (values(&cell.weight_ih), values(&cell.weight_hh));
+        let (b_ih, b_hh) = (values(cell.bias_ih.as_ref().unwrap()), values(cell.bias_hh.as_ref().unwrap()));
+        let two_steps = |w_ih: &[f64]| {
+            let zeros = vec![0.0; 4];
+            let (h, c) = lstm_ref(&x1, [w_ih, &w_hh, &b_ih, &b_hh], &zeros, &zeros, dims);
+            let (h, c) = lstm_ref(&x2, [w_ih, &w_hh, &b_ih, &b_hh], &h, &c, dims);
+            [h, c].concat()
+        };
+        let (h, c) = cell.forward(&tensor(&x1, &[2, 3]), None).unwrap();
+        let (h, c) = cell.forward(&tensor(&x2, &[2, 3]), Some((&h, &c))).unwrap();
+        let want = two_steps(&w_ih);
+        close("lstm h", &values(&h), &want[..4]);
+        close("lstm c", &values(&c), &want[4..]);
+        h.add(&c).unwrap().sum(&[], false).unwrap().backward().unwrap();
+        close_grad("lstm d/dweight_ih", &cell.weight_ih.grad().unwrap(), &numeric_grad(&w_ih, two_steps));
+    });
+    let cell = LSTMCell::new(3, 2, false, 0).unwrap();
+    let names: Vec<String> = cell.named_tensors().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["weight_ih", "weight_hh"]);
+    let x = Tensor::rand(&[2, 3], 0).unwrap();
+    let err = cell.forward(&Tensor::rand(&[2, 4], 0).unwrap(), None).unwrap_err();
+    assert!(matches!(err, TensorError::Movement { op: "LSTMCell", .. }), "{err}");
+    let bad_state = Tensor::rand(&[2, 3], 1).unwrap();
+    let err = cell.forward(&x, Some((&bad_state, &bad_state))).unwrap_err();
+    assert!(err.to_string().contains("a state of (2, 2)"), "{err}");
+}
+
+#[test]
+fn set_training_switches_batchnorm_until_switched_back() {
+    let bn = BatchNorm::new(1).unwrap();
+    let x = Tensor::from_slice(&[1.0f32, 3.0], &[2, 1]).unwrap();
+    let before = set_training(true);
+    assert!(!before && is_training());
+    // the batch's statistics: mean 2, variance 1
+    close(
+        "train",
+        &values(&bn.forward(&x).unwrap()),
+        &[-1.0 / (1.0f64 + 1e-5).sqrt(), 1.0 / (1.0f64 + 1e-5).sqrt()],
+    );
+    assert!(set_training(false));
+    // the running statistics after one batch: mean 0.2, variance 0.9 + 0.1 * 2
+    let eval = values(&bn.forward(&x).unwrap());
+    close("eval", &eval, &[0.8 / (1.1f64 + 1e-5).sqrt(), 2.8 / (1.1f64 + 1e-5).sqrt()]);
 }

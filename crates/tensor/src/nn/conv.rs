@@ -1,5 +1,5 @@
-//! Convolution layers: `Conv1d`, `Conv2d` and `ConvTranspose2d` over [`Tensor::conv2d`] and
-//! its kin, with square kernels and tinygrad's initialization.
+//! Convolution layers: `Conv1d`, `Conv2d`, `ConvTranspose1d` and `ConvTranspose2d` over
+//! [`Tensor::conv2d`] and its kin, with square kernels and tinygrad's initialization.
 
 use crate::Tensor;
 use crate::conv::ConvOpts;
@@ -129,5 +129,44 @@ impl ConvTranspose2d {
     /// The transposed convolution of `x` `(batch, in_channels, h, w)`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         x.conv_transpose2d(&self.weight, self.bias.as_ref(), &self.opts, self.output_padding)
+    }
+}
+
+/// A transposed 1-d convolution layer (the gradient of a convolution by its input) over
+/// `(batch, in_channels, len)` inputs.
+#[derive(Clone, Debug, Module)]
+pub struct ConvTranspose1d {
+    /// `(in_channels, out_channels / groups, kernel)`, kaiming-uniform (`a = sqrt(5)`).
+    pub weight: Tensor,
+    /// `(out_channels,)`, uniform in `±1/sqrt(fan_in)` (`fan_in` from the weight's dims
+    /// after the first, as tinygrad has it).
+    pub bias: Option<Tensor>,
+    /// Stride, padding, dilation and groups.
+    #[module(skip)]
+    pub opts: ConvOpts,
+    /// Extra positions at the end of the output.
+    pub output_padding: usize,
+}
+
+impl ConvTranspose1d {
+    /// A layer from `cin` to `cout` channels with a window of `kernel` and `output_padding`,
+    /// initialized from `seed`.
+    pub fn new(
+        cin: usize,
+        cout: usize,
+        kernel: usize,
+        opts: ConvOpts,
+        output_padding: usize,
+        bias: bool,
+        seed: u64,
+    ) -> Result<ConvTranspose1d> {
+        let shape = [cin, cout / opts.groups.max(1), kernel];
+        let (weight, bias) = conv_state("ConvTranspose1d", (cin, cout, opts.groups), &shape, bias, seed)?;
+        Ok(ConvTranspose1d { weight, bias, opts, output_padding })
+    }
+
+    /// The transposed convolution of `x` `(batch, in_channels, len)`.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        x.conv_transpose1d(&self.weight, self.bias.as_ref(), &self.opts, self.output_padding)
     }
 }

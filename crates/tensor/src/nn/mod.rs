@@ -15,6 +15,7 @@
 mod conv;
 mod embedding;
 mod linear;
+mod lstm;
 mod norm;
 mod safetensors;
 
@@ -25,10 +26,11 @@ pub use indexmap::IndexMap;
 use crate::Tensor;
 use crate::error::{Result, TensorError};
 
-pub use conv::{Conv1d, Conv2d, ConvTranspose2d};
+pub use conv::{Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d};
 pub use embedding::Embedding;
 pub use linear::Linear;
-pub use norm::{BatchNorm, GroupNorm, LayerNorm, RMSNorm};
+pub use lstm::LSTMCell;
+pub use norm::{BatchNorm, GroupNorm, InstanceNorm, LayerNorm, LayerNorm2d, RMSNorm};
 pub use safetensors::{safe_load, safe_save};
 /// `#[derive(Module)]`: the [`Module`] of a struct or enum from its fields (see [`Module`]).
 pub use wgrad_derive::Module;

@@ -1,5 +1,5 @@
-//! Normalization layers: `BatchNorm` (with running statistics), `LayerNorm`, `GroupNorm`
-//! and `RMSNorm`, over the normalizations of `norm.rs`.
+//! Normalization layers: `BatchNorm` (with running statistics), `LayerNorm`, `LayerNorm2d`,
+//! `GroupNorm`, `InstanceNorm` and `RMSNorm`, over the normalizations of `norm.rs`.
 
 use wgrad_dtype::DType;
 
@@ -141,6 +141,28 @@ impl LayerNorm {
     }
 }
 
+/// Layer normalization over the channels (axis 1) of `(batch, channels, h, w)` images at
+/// each position, as tinygrad's `LayerNorm2d`: a [`LayerNorm`] over the channels-last view.
+/// Its state is the inner layer's (`weight`, `bias`).
+#[derive(Clone, Debug, Module)]
+pub struct LayerNorm2d(pub LayerNorm);
+
+impl LayerNorm2d {
+    /// A layer over `channels` channels, `eps = 1e-5`, affine.
+    pub fn new(channels: usize) -> Result<LayerNorm2d> {
+        LayerNorm::new(&[channels]).map(LayerNorm2d)
+    }
+
+    /// `x` `(batch, channels, h, w)` normalized over its channels at each position.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if x.ndim() != 4 {
+            let arg = "(batch, channels, h, w)".to_string();
+            return Err(TensorError::Movement { op: "LayerNorm2d", arg, operand: x.operand() });
+        }
+        self.0.forward(&x.permute(&[0, 2, 3, 1])?)?.permute(&[0, 3, 1, 2])
+    }
+}
+
 /// `y * weight + bias`, each only if present.
 fn scale_shift(y: Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>) -> Result<Tensor> {
     let y = match weight {
@@ -182,6 +204,39 @@ impl GroupNorm {
     /// `x` `(batch, channels, ...)` normalized per group, scaled and shifted per channel.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         x.groupnorm(self.groups, self.weight.as_ref(), self.bias.as_ref(), self.eps)
+    }
+}
+
+/// Instance normalization: each channel of each sample normalized over its positions, then
+/// scaled and shifted per channel (group normalization with a group per channel). Affine
+/// by default, as tinygrad has it (PyTorch's `InstanceNorm2d` is not affine by default and
+/// can track running statistics; this layer never does).
+#[derive(Clone, Debug, Module)]
+pub struct InstanceNorm {
+    /// Number of channels (axis 1).
+    pub num_features: usize,
+    /// Per-channel scale `(channels,)`, ones; `None` for no affine transform.
+    pub weight: Option<Tensor>,
+    /// Per-channel shift `(channels,)`, zeros; `None` for no affine transform.
+    pub bias: Option<Tensor>,
+    /// Added to the variance before the square root.
+    pub eps: f64,
+}
+
+impl InstanceNorm {
+    /// A layer over `num_features` channels, `eps = 1e-5`, affine.
+    pub fn new(num_features: usize) -> Result<InstanceNorm> {
+        let (weight, bias) = affine(&[num_features])?;
+        Ok(InstanceNorm { num_features, weight, bias, eps: 1e-5 })
+    }
+
+    /// `x` `(batch, channels, ...)` normalized per sample and channel, scaled and shifted.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if x.ndim() < 2 || x.shape()[1] != self.num_features {
+            let arg = format!("{} channels on axis 1", self.num_features);
+            return Err(TensorError::Movement { op: "InstanceNorm", arg, operand: x.operand() });
+        }
+        x.groupnorm(self.num_features, self.weight.as_ref(), self.bias.as_ref(), self.eps)
     }
 }
 
