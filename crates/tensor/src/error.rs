@@ -203,6 +203,14 @@ pub enum TensorError {
         /// The file's dtype name.
         dtype: String,
     },
+    /// A file that is not a valid PyTorch checkpoint (or one that names code to run).
+    #[error("{}: not a valid PyTorch checkpoint: {source}", .path.display())]
+    Torch {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        source: crate::nn::state::TorchError,
+    },
     /// The engine failed (a device, a kernel, a schedule).
     #[error(transparent)]
     Engine(#[from] EngineError),

@@ -1,5 +1,4 @@
-//! Neural-network layers as tinygrad's `nn` has them, their state by name, and safetensors
-//! files.
+//! Neural-network layers as tinygrad's `nn` has them, their state by name, and state files.
 //!
 //! A layer holds its tensors in public fields named as in tinygrad and PyTorch (`weight`,
 //! `bias`, `running_mean`, ...) and is called with `forward`. Trainable tensors require
@@ -9,15 +8,15 @@
 //! [`Module`] lists a layer's tensors by name: [`Module::state_dict`] and
 //! [`Module::load_state_dict`] build on it. A model implements it with
 //! `#[derive(Module)]`, which names each tensor by its path through the model's fields, as
-//! tinygrad's `get_state_dict` does. [`safe_save`] and [`safe_load`] write and read such
-//! dicts as safetensors files.
+//! tinygrad's `get_state_dict` does. [`state`] reads and writes such dicts: safetensors
+//! files and PyTorch checkpoints.
 
 mod conv;
 mod embedding;
 mod linear;
 mod lstm;
 mod norm;
-mod safetensors;
+pub mod state;
 
 use std::collections::BTreeMap;
 
@@ -31,7 +30,7 @@ pub use embedding::Embedding;
 pub use linear::Linear;
 pub use lstm::LSTMCell;
 pub use norm::{BatchNorm, GroupNorm, InstanceNorm, LayerNorm, LayerNorm2d, RMSNorm};
-pub use safetensors::{safe_load, safe_save};
+pub use state::{get_parameters, get_state_dict, safe_load, safe_save, torch_load};
 /// `#[derive(Module)]`: the [`Module`] of a struct or enum from its fields (see [`Module`]).
 pub use wgrad_derive::Module;
 

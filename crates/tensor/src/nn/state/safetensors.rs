@@ -6,11 +6,11 @@ use std::path::Path;
 
 use ::safetensors::{Dtype, SafeTensorError, SafeTensors, serialize_to_file, tensor::TensorView};
 use indexmap::IndexMap;
-use memmap2::Mmap;
 use wgrad_dtype::DType;
 
 use crate::Tensor;
 use crate::error::{Result, TensorError};
+use crate::nn::state::map_file;
 
 /// wgrad's dtype and safetensors' for each dtype both have.
 const DTYPES: [(DType, Dtype); 13] = [
@@ -78,13 +78,4 @@ pub fn safe_load(path: impl AsRef<Path>) -> Result<IndexMap<String, Tensor>> {
         state.insert(key, t);
     }
     Ok(state)
-}
-
-/// `file`'s contents, memory-mapped read-only.
-#[allow(unsafe_code)]
-fn map_file(file: &File) -> std::io::Result<Mmap> {
-    // SAFETY: the map is only read, and only while `safe_load` runs: it is dropped once the
-    // tensors are uploaded. Another process truncating the file meanwhile could fault the
-    // read, the one hazard every memory-mapped reader (safetensors' own included) accepts.
-    unsafe { Mmap::map(file) }
 }
