@@ -211,6 +211,14 @@ pub enum TensorError {
         /// What is wrong with it.
         source: crate::nn::state::TorchError,
     },
+    /// A file that is not a valid GGUF file.
+    #[error("{}: not a valid GGUF file: {source}", .path.display())]
+    Gguf {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        source: crate::nn::state::GgufError,
+    },
     /// The engine failed (a device, a kernel, a schedule).
     #[error(transparent)]
     Engine(#[from] EngineError),

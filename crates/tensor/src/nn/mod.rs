@@ -9,7 +9,7 @@
 //! [`Module::load_state_dict`] build on it. A model implements it with
 //! `#[derive(Module)]`, which names each tensor by its path through the model's fields, as
 //! tinygrad's `get_state_dict` does. [`state`] reads and writes such dicts: safetensors
-//! files and PyTorch checkpoints.
+//! files, PyTorch checkpoints and GGUF files.
 
 mod conv;
 mod embedding;
@@ -30,7 +30,7 @@ pub use embedding::Embedding;
 pub use linear::Linear;
 pub use lstm::LSTMCell;
 pub use norm::{BatchNorm, GroupNorm, InstanceNorm, LayerNorm, LayerNorm2d, RMSNorm};
-pub use state::{get_parameters, get_state_dict, safe_load, safe_save, torch_load};
+pub use state::{get_parameters, get_state_dict, gguf_load, safe_load, safe_save, torch_load};
 /// `#[derive(Module)]`: the [`Module`] of a struct or enum from its fields (see [`Module`]).
 pub use wgrad_derive::Module;
 

@@ -1,10 +1,13 @@
 //! State files and state dicts, as tinygrad's `nn.state`: [`safe_save`]/[`safe_load`]
-//! (safetensors), [`torch_load`] (PyTorch checkpoints, read without running code), and
+//! (safetensors), [`torch_load`] (PyTorch checkpoints, read without running code),
+//! [`gguf_load`] (llama.cpp files, quantized tensors dequantized), and
 //! [`get_state_dict`]/[`get_parameters`] over a [`Module`].
 //!
 //! Every loader memory-maps its file and uploads each tensor to the default device from
 //! the mapped bytes; a damaged file is a [`TensorError`](crate::TensorError) naming the file and what is wrong.
 
+mod ggml;
+mod gguf;
 mod pickle;
 mod safetensors;
 mod torch;
@@ -17,6 +20,8 @@ use memmap2::Mmap;
 use crate::Tensor;
 use crate::nn::Module;
 
+pub use ggml::GgmlType;
+pub use gguf::{GgufError, GgufValue, gguf_load};
 pub use safetensors::{safe_load, safe_save};
 pub use torch::{TorchError, TorchValue, torch_load, torch_load_object};
 
