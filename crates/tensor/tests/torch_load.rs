@@ -561,3 +561,15 @@ fn pytorch_written_unsigned_tensors_load() {
     assert_eq!(sd["u16"].dtype(), DType::U16);
     assert_eq!(sd["u16"].cast(DType::I32).to_vec::<i32>().unwrap(), [0, 1000, 65535]);
 }
+
+#[test]
+fn python2_strings_read_as_text() {
+    // {'a': 5, 'bc': 7} as Python 2 pickled str keys: SHORT_BINSTRING and BINSTRING
+    let pickle = b"\x80\x02}q\x00(U\x01aK\x05T\x02\x00\x00\x00bcK\x07u.";
+    let path = temp("python2");
+    zip_checkpoint(&path, pickle, &[]);
+    let TorchValue::Dict(items) = torch_load_object(&path).unwrap() else { panic!("not a dict") };
+    let keys: Vec<String> = items.iter().map(|(k, _)| format!("{k:?}")).collect();
+    assert_eq!(keys, ["Str(\"a\")", "Str(\"bc\")"]);
+    std::fs::remove_file(&path).unwrap();
+}

@@ -325,12 +325,13 @@ impl<'a> Machine<'a> {
                     let v = f64::from_be_bytes(self.array()?);
                     self.push(Obj::Float(v));
                 }
-                0x8c => {
+                0x8c | b'U' => {
                     let n = self.u8()? as usize;
                     let s = self.utf8(n)?;
                     self.push(s);
                 }
-                b'X' => {
+                b'X' | b'T' => {
+                    // BINSTRING is Python 2's str, read as UTF-8 as torch.load does
                     let n = self.u32()? as usize;
                     let s = self.utf8(n)?;
                     self.push(s);

@@ -105,7 +105,8 @@ pub enum TorchValue {
 /// Every tensor of the PyTorch checkpoint at `path`, as tinygrad's `torch_load`: a state
 /// dict's tensors under their keys, and those of a nested checkpoint under dotted paths
 /// (`{"model": {"fc.weight": ..}}` gives `model.fc.weight`; list items by index). Other
-/// values (an epoch, hyperparameters) are left out; [`torch_load_object`] has them all.
+/// values (an epoch, hyperparameters) are left out; [`torch_load_object`] has them all. A
+/// file of one bare tensor gives it under the empty name.
 /// Tensors keep their dtype and are uploaded to the default device.
 pub fn torch_load(path: impl AsRef<Path>) -> Result<IndexMap<String, Tensor>> {
     let mut tensors = IndexMap::new();
