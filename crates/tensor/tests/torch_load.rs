@@ -31,6 +31,10 @@ enum P {
     Reduce(Box<P>, Box<P>),
     /// A persistent id (a storage).
     PersId(Box<P>),
+    /// An object remembered under a label for [`P::Ref`].
+    Named(&'static str, Box<P>),
+    /// The object remembered under the label: the same object again (BINGET).
+    Ref(&'static str),
 }
 
 fn s(text: &str) -> P {
@@ -190,6 +194,11 @@ impl Pickler {
                 self.save(pid);
                 self.out.push(b'Q');
             }
+            P::Named(label, p) => {
+                self.save(p);
+                self.memo.insert(format!("label:{label}"), self.next - 1);
+            }
+            P::Ref(label) => assert!(self.recall(&format!("label:{label}")), "{label} is not named yet"),
         }
     }
 
@@ -571,5 +580,37 @@ fn python2_strings_read_as_text() {
     let TorchValue::Dict(items) = torch_load_object(&path).unwrap() else { panic!("not a dict") };
     let keys: Vec<String> = items.iter().map(|(k, _)| format!("{k:?}")).collect();
     assert_eq!(keys, ["Str(\"a\")", "Str(\"bc\")"]);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn a_tensor_pickled_once_and_referenced_twice_is_one_tensor() {
+    let storages = vec![f32_storage("0", &[1.0, 2.0])];
+    let t = tensor(&storages[0], 0, &[2], &[1], false);
+    let object =
+        P::OrderedDict(vec![(s("embed"), P::Named("t", Box::new(t))), (s("head"), P::Ref("t"))], false);
+    let path = temp("tied");
+    zip_checkpoint(&path, &Pickler::dump(&object, false), &storages);
+    let loaded = torch_load(&path).unwrap();
+    assert_eq!(loaded["embed"].uop(), loaded["head"].uop());
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn self_holding_and_exponentially_shared_containers_are_errors_not_hangs() {
+    let path = temp("expand");
+    // a list appended to itself
+    zip_checkpoint(&path, b"\x80\x02]q\x00h\x00a.", &[]);
+    assert!(matches!(torch_error(&path), TorchError::Pickle { what, .. } if what.contains("nest deeper")));
+    // L0 = [], L(i) = [L(i-1), L(i-1)]: 2^40 values if expanded
+    let mut pickle = b"\x80\x02]q\x00".to_vec();
+    for i in 1..=40u8 {
+        pickle.extend([b']', b'q', i, b'(', b'h', i - 1, b'h', i - 1, b'e']);
+    }
+    pickle.push(b'.');
+    zip_checkpoint(&path, &pickle, &[]);
+    assert!(
+        matches!(torch_error(&path), TorchError::Pickle { what, .. } if what.contains("too many values"))
+    );
     std::fs::remove_file(&path).unwrap();
 }

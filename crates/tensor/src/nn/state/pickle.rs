@@ -224,15 +224,18 @@ impl<'a> Machine<'a> {
     }
 
     fn pop(&mut self) -> Result<Id, TorchError> {
-        let floor = self.marks.last().copied().unwrap_or(0);
-        if self.stack.len() <= floor {
-            return Err(self.malformed("the stack is empty"));
-        }
-        Ok(self.stack.pop().unwrap_or_else(|| unreachable!("checked above")))
+        let top = self.top()?;
+        self.stack.pop();
+        Ok(top)
     }
 
+    /// The top of the stack above the last MARK.
     fn top(&self) -> Result<Id, TorchError> {
-        self.stack.last().copied().ok_or_else(|| self.malformed("the stack is empty"))
+        let floor = self.marks.last().copied().unwrap_or(0);
+        match self.stack.len() > floor {
+            true => Ok(self.stack[self.stack.len() - 1]),
+            false => Err(self.malformed("the stack is empty")),
+        }
     }
 
     /// The items pushed since the last MARK, which is dropped.

@@ -126,7 +126,9 @@ pub fn torch_load_object(path: impl AsRef<Path>) -> Result<TorchValue> {
         true => Storages::zip(&map).map_err(torch_error)?,
         false => Storages::legacy(&map).map_err(torch_error)?,
     };
-    let mut reader = Reader { pickle: &pickle, storages: &mut storages, depth: 0 };
+    let budget = pickle.objs.len().saturating_mul(64).saturating_add(1 << 20);
+    let mut reader =
+        Reader { pickle: &pickle, storages: &mut storages, depth: 0, budget, tensors: HashMap::new() };
     reader.value(pickle.root, "").map_err(|e| match e {
         Failure::Torch(source) => torch_error(source),
         Failure::Tensor(e) => e,
@@ -274,6 +276,12 @@ struct Reader<'p, 's, 'a> {
     pickle: &'p Pickle,
     storages: &'s mut Storages<'a>,
     depth: usize,
+    /// Values left to make: a container shared by reference is copied wherever it is
+    /// referenced, so a pickle of containers holding one another twice over could otherwise
+    /// expand exponentially.
+    budget: usize,
+    /// Each tensor object's upload, so a tensor referenced twice is one tensor.
+    tensors: HashMap<Id, Tensor>,
 }
 
 impl Reader<'_, '_, '_> {
@@ -284,6 +292,10 @@ impl Reader<'_, '_, '_> {
             let what = format!("containers nest deeper than {MAX_DEPTH} (or hold themselves)");
             return Err(TorchError::Pickle { offset: 0, what }.into());
         }
+        self.budget = self.budget.checked_sub(1).ok_or_else(|| {
+            let what = "shared containers expand to too many values".to_string();
+            TorchError::Pickle { offset: 0, what }
+        })?;
         let join = |k: &str| if name.is_empty() { k.to_string() } else { format!("{name}.{k}") };
         let value = match &self.pickle.objs[id] {
             Obj::None => TorchValue::None,
@@ -324,7 +336,14 @@ impl Reader<'_, '_, '_> {
                 let what = format!("`{name}` is a bare storage, not a tensor");
                 return Err(TorchError::Pickle { offset: 0, what }.into());
             }
-            Obj::Tensor(record) => TorchValue::Tensor(self.tensor(record, name)?),
+            Obj::Tensor(record) => match self.tensors.get(&id) {
+                Some(t) => TorchValue::Tensor(t.clone()),
+                None => {
+                    let t = self.tensor(record, name)?;
+                    self.tensors.insert(id, t.clone());
+                    TorchValue::Tensor(t)
+                }
+            },
         };
         self.depth -= 1;
         Ok(value)
