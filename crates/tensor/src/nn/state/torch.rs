@@ -1,7 +1,7 @@
 //! PyTorch checkpoints (`torch.save`'s `.pt`/`.pth` files): the zip format of PyTorch >= 1.6
 //! (`<name>/data.pkl` and one file `<name>/data/<key>` per storage) and the older legacy
 //! format (a sequence of pickles followed by the storages' bytes). The pickle is read by
-//! `pickle.rs`, which never runs code; each tensor is then cut from its storage (strided
+//! `pickle/`, which never runs code; each tensor is then cut from its storage (strided
 //! views gathered on the host) and uploaded.
 
 use std::borrow::Cow;
