@@ -614,3 +614,20 @@ fn self_holding_and_exponentially_shared_containers_are_errors_not_hangs() {
     );
     std::fs::remove_file(&path).unwrap();
 }
+
+#[test]
+fn empty_tensors_load() {
+    for device in common::devices() {
+        with_default_device(&device, || {
+            let storages = vec![f32_storage("0", &[])];
+            let object =
+                P::OrderedDict(vec![(s("empty"), tensor(&storages[0], 0, &[0, 3], &[3, 1], false))], false);
+            let path = temp("empty");
+            zip_checkpoint(&path, &Pickler::dump(&object, false), &storages);
+            let loaded = torch_load(&path).unwrap();
+            assert_eq!(loaded["empty"].shape(), [0, 3]);
+            assert_eq!(f32s(&loaded["empty"]), [] as [f32; 0]);
+            std::fs::remove_file(&path).unwrap();
+        });
+    }
+}
