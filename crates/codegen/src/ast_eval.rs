@@ -8,7 +8,7 @@
 //! computed before any is written, so a kernel may read the buffer it writes.
 
 use wgrad_dtype::{ConstValue, DType};
-use wgrad_ops::{Arg, GroupOp, Ops, OpsError, UOp, bitcast, exec_alu};
+use wgrad_ops::{Arg, GroupOp, Ops, OpsError, UOp, bitcast, exec_alu, identity_element};
 use wgrad_shape::{ShapeTracker, Sint};
 
 use crate::buffer_st;
@@ -69,15 +69,6 @@ fn positions(shape: &[i64]) -> impl Iterator<Item = Vec<i64>> + '_ {
 
 fn zero(dtype: DType) -> ConstValue {
     ConstValue::Int(0).cast(dtype.scalar_dtype())
-}
-
-/// The starting value of a reduction with `op`.
-fn identity(op: Ops, dtype: DType) -> ConstValue {
-    match op {
-        Ops::Mul => ConstValue::Int(1).cast(dtype.scalar_dtype()),
-        Ops::Max => dtype.min_value(),
-        _ => zero(dtype),
-    }
 }
 
 fn slot_of(buf: &UOp, op: Ops) -> Result<i64, EvalError> {
@@ -146,7 +137,7 @@ impl Eval<'_> {
             .ok_or(EvalError::Malformed(Ops::ReduceAxis))?;
         let extents = axes.iter().map(|&a| concrete(&shape[a])).collect::<Result<Vec<_>, _>>()?;
         let saved: Vec<i64> = axes.iter().map(|&a| idx[a]).collect();
-        let mut acc = identity(*op, u.dtype());
+        let mut acc = identity_element(*op, u.dtype());
         for pos in positions(&extents) {
             for (&a, p) in axes.iter().zip(pos) {
                 idx[a] = p;

@@ -21,7 +21,7 @@
 use std::collections::HashMap;
 
 use wgrad_dtype::DType;
-use wgrad_ops::{Arg, Ops, OpsError, UOp, UOpMap, verify, verify_uops};
+use wgrad_ops::{Arg, Ops, OpsError, UOp, UOpMap, identity_element, verify, verify_uops};
 
 use crate::program::{Program, buffer_args, variables};
 
@@ -105,14 +105,6 @@ struct Acc {
     ranges: Vec<UOp>,
 }
 
-fn identity(op: Ops, dtype: DType) -> UOp {
-    match op {
-        Ops::Add => UOp::constant(dtype, 0),
-        Ops::Mul => UOp::constant(dtype, 1),
-        _ => UOp::constant(dtype, dtype.min_value()),
-    }
-}
-
 /// `sink` with every `Reduce` replaced by its accumulator, and the accumulators.
 fn reduce_to_acc(sink: &UOp) -> (UOp, Vec<Acc>) {
     let mut done: UOpMap<UOp> = UOpMap::default();
@@ -124,7 +116,7 @@ fn reduce_to_acc(sink: &UOp) -> (UOp, Vec<Acc>) {
             (Ops::Reduce, &Arg::Op(op)) => {
                 let value = src[0].clone();
                 let id = i64::try_from(accs.len()).unwrap_or(i64::MAX);
-                let acc = UOp::new(Ops::DefineAcc, u.dtype(), [identity(op, u.dtype())], Arg::Int(id));
+                let acc = UOp::new(Ops::DefineAcc, u.dtype(), [UOp::constant(u.dtype(), identity_element(op, u.dtype()))], Arg::Int(id));
                 let update = acc.alu(op, &[&value]);
                 let assign = UOp::new(Ops::Assign, u.dtype(), [acc.clone(), update.clone()], Arg::None);
                 accs.push(Acc { acc: acc.clone(), update, assign, value, ranges: src[1..].to_vec() });

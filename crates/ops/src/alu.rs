@@ -40,6 +40,17 @@ pub fn exec_alu(op: Ops, dtype: DType, operands: &[ConstValue]) -> Result<ConstV
     })
 }
 
+/// The value a reduction with `op` starts from, and the result of reducing nothing:
+/// 0 for `Add`, 1 for `Mul`, the dtype's smallest value (`-inf`, `false`) for `Max`.
+pub fn identity_element(op: Ops, dtype: DType) -> ConstValue {
+    let dt = dtype.scalar_dtype();
+    match op {
+        Ops::Mul => ConstValue::Int(1).cast(dt),
+        Ops::Max => dt.min_value(),
+        _ => ConstValue::Int(0).cast(dt),
+    }
+}
+
 /// The value whose bits in `to` are the bits of `v` in `from`.
 pub fn bitcast(v: ConstValue, from: DType, to: DType) -> ConstValue {
     ConstValue::from_bits(v.to_bits(from), to)

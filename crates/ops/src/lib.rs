@@ -62,7 +62,7 @@ mod symbolic;
 mod uop;
 mod upat;
 
-pub use alu::{bitcast, exec_alu, threefry2x32};
+pub use alu::{bitcast, exec_alu, identity_element, threefry2x32};
 pub use arg::Arg;
 pub use builder::IntoUOp;
 pub use error::OpsError;

@@ -57,9 +57,9 @@ impl Tensor {
         Ok(self.neg().max(axes, keepdim)?.neg())
     }
 
-    /// The mean over `axes` (in float32 for integer inputs).
+    /// The mean over `axes` (in float32 for integer inputs); NaN over an empty axis.
     pub fn mean(&self, axes: &[isize], keepdim: bool) -> Result<Tensor> {
-        let n = self.reduced_count(axes)?.max(1);
+        let n = self.reduced_count(axes)?;
         self.float().sum(axes, keepdim)?.div(n as f64)
     }
 

@@ -1,6 +1,7 @@
 //! First step of scheduling: every chain of movement ops becomes one `VIEW(base, st)` over
 //! the first non-movement node below it, `DETACH` disappears, and large reductions with small
-//! outputs are split in two (tinygrad's `split_reduceop`).
+//! outputs are split in two (tinygrad's `split_reduceop`), and reductions of nothing become
+//! their identity element.
 //!
 //! Invariants of the result: a `VIEW`'s source is never a `VIEW`; a `VIEW` is never the
 //! identity of its source's shape; each node it keeps (or rebuilds) remembers the lazy nodes
@@ -8,10 +9,10 @@
 
 use std::sync::Arc;
 
-use wgrad_ops::{Arg, GroupOp, Ops, UOp, UOpMap};
+use wgrad_ops::{Arg, GroupOp, Ops, UOp, UOpMap, identity_element};
 use wgrad_shape::{ShapeTracker, Sint};
 
-use crate::lazy::{arg_pairs, arg_usizes, flip_axes};
+use crate::lazy::{arg_pairs, arg_usizes, constant, flip_axes};
 use crate::shapes::numel;
 use crate::{EngineError, Shapes};
 
@@ -114,6 +115,20 @@ fn split_reduce(r: &UOp, shapes: &mut Shapes) -> Option<UOp> {
     Some(view(&second, back, shapes))
 }
 
+/// A reduce of no elements into some outputs as its identity element broadcast to the output
+/// shape (tinygrad: "reduce of size 0 is the identity"): `sum` of an empty axis is 0, `max`
+/// is `-inf`; no kernel loops over nothing.
+fn empty_reduce(r: &UOp, shapes: &mut Shapes) -> Result<Option<UOp>, EngineError> {
+    let Arg::ReduceAxis(op, _) = r.arg() else { return Ok(None) };
+    let out = shapes.of(r).to_vec();
+    if numel(shapes.of(&r.src()[0])) != 0 || numel(&out) == 0 {
+        return Ok(None);
+    }
+    let value = constant(&shapes.device(r)?, r.dtype(), identity_element(*op, r.dtype()));
+    let st = contiguous_st(&[]).reshape(&sints(&vec![1; out.len()]))?.expand(&sints(&out))?;
+    Ok(Some(view(&value, st, shapes)))
+}
+
 /// Whether a node of this op can be a kernel's output (and so have lazy origins).
 fn computes(op: Ops) -> bool {
     !GroupOp::MOVEMENT.contains(op)
@@ -133,7 +148,10 @@ pub(crate) fn to_views(sink: &UOp, shapes: &mut Shapes) -> Result<Converted, Eng
                 let rebuilt =
                     if src.iter().zip(u.src()).all(|(a, b)| a == b) { u.clone() } else { u.with_src(src) };
                 match rebuilt.op() {
-                    Ops::ReduceAxis => split_reduce(&rebuilt, shapes).unwrap_or(rebuilt),
+                    Ops::ReduceAxis => match empty_reduce(&rebuilt, shapes)? {
+                        Some(identity) => identity,
+                        None => split_reduce(&rebuilt, shapes).unwrap_or(rebuilt),
+                    },
                     _ => rebuilt,
                 }
             }

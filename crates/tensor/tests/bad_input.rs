@@ -1,0 +1,87 @@
+//! The bad-input catalogue: every case runs on every device (the CPU interpreter and wgpu) and
+//! checks that bad input gets its typed error, whose message names the operand, shape or file,
+//! and that edge cases with a defined answer (empty axes, NaN, division by zero) give it. No
+//! case may panic, hang or come back with a wrong number.
+
+mod common;
+
+use wgrad_tensor::{Result, Tensor, with_default_device};
+
+/// Runs `case` with tensors created on each device in turn.
+fn on_each_device(case: impl Fn()) {
+    for device in common::devices() {
+        with_default_device(&device, &case);
+    }
+}
+
+/// A float32 tensor of `shape` holding 0, 1, 2, ...
+fn t(shape: &[usize]) -> Tensor {
+    let n = shape.iter().product::<usize>();
+    Tensor::from_vec((0..n).map(|i| i as f32).collect(), shape).unwrap()
+}
+
+#[allow(unused_macros)] // until the first refused case
+/// Asserts that `result` is the error matched by `variant` and that its message contains
+/// every one of `needles`.
+macro_rules! refused {
+    ($result:expr, $variant:pat, $($needle:expr),+) => {{
+        let result: Result<_> = $result;
+        let err = result.map(|_| ()).expect_err("bad input was accepted");
+        assert!(matches!(err, $variant), "wrong error variant: {err:?}");
+        let message = err.to_string();
+        for needle in [$($needle),+] {
+            assert!(message.contains(needle), "`{message}` does not name `{needle}`");
+        }
+    }};
+}
+
+/// One catalogue case as a test: `body` runs on each device.
+macro_rules! case {
+    ($name:ident, $body:block) => {
+        #[test]
+        fn $name() {
+            on_each_device(|| $body);
+        }
+    };
+}
+
+// ---- empty tensors through the common ops: defined answers, no kernel loops over nothing
+
+case!(sum_of_an_empty_axis_is_zero, {
+    assert_eq!(t(&[2, 0]).sum(&[1], false).unwrap().to_vec::<f32>().unwrap(), [0.0, 0.0]);
+    assert_eq!(t(&[2, 0]).sum(&[], false).unwrap().item::<f32>().unwrap(), 0.0);
+    assert_eq!(t(&[2, 0]).sum(&[0], false).unwrap().to_vec::<f32>().unwrap(), [0.0; 0]);
+    let ints = Tensor::from_slice(&[0i32; 0], &[0, 3]).unwrap();
+    assert_eq!(ints.sum(&[0], false).unwrap().to_vec::<i32>().unwrap(), [0, 0, 0]);
+});
+
+case!(max_of_an_empty_axis_is_minus_infinity, {
+    let m = t(&[3, 0]).max(&[1], true).unwrap();
+    assert_eq!(m.shape(), [3, 1]);
+    assert_eq!(m.to_vec::<f32>().unwrap(), [f32::NEG_INFINITY; 3]);
+    let ints = Tensor::from_slice(&[0i32; 0], &[0]).unwrap();
+    assert_eq!(ints.max(&[0], false).unwrap().item::<i32>().unwrap(), i32::MIN);
+});
+
+case!(mean_of_an_empty_axis_is_nan, {
+    let m = t(&[2, 0]).mean(&[1], false).unwrap().to_vec::<f32>().unwrap();
+    assert!(m.len() == 2 && m.iter().all(|x| x.is_nan()), "{m:?}");
+});
+
+case!(softmax_of_an_empty_tensor_is_empty, {
+    let s = t(&[2, 0]).softmax(1).unwrap();
+    assert_eq!(s.shape(), [2, 0]);
+    assert_eq!(s.to_vec::<f32>().unwrap(), [0.0f32; 0]);
+});
+
+case!(matmul_with_k_zero_is_zeros, {
+    let y = t(&[2, 0]).matmul(&t(&[0, 3])).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), [0.0; 6]);
+});
+
+case!(gradient_through_an_expand_of_nothing_is_zero, {
+    let p = t(&[1, 2]);
+    p.set_requires_grad(true).unwrap();
+    p.expand(&[0, 2]).unwrap().sum(&[], false).unwrap().backward().unwrap();
+    assert_eq!(p.grad().unwrap().to_vec::<f32>().unwrap(), [0.0, 0.0]);
+});
