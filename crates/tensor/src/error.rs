@@ -72,6 +72,16 @@ pub enum TensorError {
         /// The tensor.
         operand: Box<Operand>,
     },
+    /// An op that needs at least one element along an axis given an empty one (`argmax`).
+    #[error("{op}: axis {axis} of {operand} is empty")]
+    EmptyAxis {
+        /// The op.
+        op: &'static str,
+        /// The axis given.
+        axis: isize,
+        /// The tensor.
+        operand: Box<Operand>,
+    },
     /// A movement op whose argument does not fit the shape.
     #[error("{op}: {arg} does not fit {operand}")]
     Movement {

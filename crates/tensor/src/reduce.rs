@@ -6,7 +6,7 @@ use wgrad_engine::lazy;
 use wgrad_ops::Ops;
 
 use crate::Tensor;
-use crate::error::{Result, ok};
+use crate::error::{Result, TensorError, ok};
 
 impl Tensor {
     /// The reduced axes (all when `axes` is empty), sorted, without repeats.
@@ -112,11 +112,19 @@ impl Tensor {
         Ok(self.logical_not().any(axes, keepdim)?.logical_not())
     }
 
-    /// The index of the first maximum along `axis`, as int32.
+    /// The index of the first maximum along `axis`, as int32; a NaN counts as the maximum
+    /// (as in PyTorch), and an empty axis is an error.
     pub fn argmax(&self, axis: isize, keepdim: bool) -> Result<Tensor> {
         let a = self.axis("argmax", axis, self.ndim())?;
         let n = self.shape()[a];
-        let is_max = self.eq(&self.max(&[axis], true)?)?;
+        if n == 0 {
+            return Err(TensorError::EmptyAxis { op: "argmax", axis, operand: self.operand() });
+        }
+        // max propagates NaN: where it is NaN, the NaNs are the maxima
+        let is_max = match self.dtype().is_float() {
+            true => self.eq(&self.max(&[axis], true)?)?.bitor(self.isnan())?,
+            false => self.eq(&self.max(&[axis], true)?)?,
+        };
         let mut shape = vec![1; self.ndim()];
         shape[a] = n;
         // n, n-1, .., 1 along the axis: the first maximum has the largest value

@@ -5,7 +5,7 @@
 
 mod common;
 
-use wgrad_tensor::{Result, Tensor, with_default_device};
+use wgrad_tensor::{Result, Tensor, TensorError, with_default_device};
 
 /// Runs `case` with tensors created on each device in turn.
 fn on_each_device(case: impl Fn()) {
@@ -20,7 +20,6 @@ fn t(shape: &[usize]) -> Tensor {
     Tensor::from_vec((0..n).map(|i| i as f32).collect(), shape).unwrap()
 }
 
-#[allow(unused_macros)] // until the first refused case
 /// Asserts that `result` is the error matched by `variant` and that its message contains
 /// every one of `needles`.
 macro_rules! refused {
@@ -84,4 +83,37 @@ case!(gradient_through_an_expand_of_nothing_is_zero, {
     p.set_requires_grad(true).unwrap();
     p.expand(&[0, 2]).unwrap().sum(&[], false).unwrap().backward().unwrap();
     assert_eq!(p.grad().unwrap().to_vec::<f32>().unwrap(), [0.0, 0.0]);
+});
+
+case!(argmax_of_an_empty_axis_is_refused, {
+    refused!(t(&[2, 0]).argmax(1, false), TensorError::EmptyAxis { op: "argmax", .. }, "axis 1", "(2, 0) float32");
+    refused!(t(&[0, 3]).argmin(0, false), TensorError::EmptyAxis { .. }, "(0, 3) float32");
+});
+
+// ---- NaN and infinities through max and argmax
+
+fn with_nan() -> Tensor {
+    Tensor::from_slice(&[1.0f32, f32::NAN, 3.0, 7.0, 2.0, f32::NAN], &[2, 3]).unwrap()
+}
+
+case!(max_propagates_nan, {
+    let m = with_nan().max(&[1], false).unwrap().to_vec::<f32>().unwrap();
+    assert!(m[0].is_nan() && m[1].is_nan(), "{m:?}");
+    let m = with_nan().min(&[0], false).unwrap().to_vec::<f32>().unwrap();
+    assert!(m[0] == 1.0 && m[1].is_nan() && m[2].is_nan(), "{m:?}");
+});
+
+case!(argmax_picks_the_first_nan, {
+    assert_eq!(with_nan().argmax(1, false).unwrap().to_vec::<i32>().unwrap(), [1, 2]);
+    assert_eq!(with_nan().argmin(1, false).unwrap().to_vec::<i32>().unwrap(), [1, 2]);
+    let row = Tensor::from_slice(&[1.0f32, f32::NAN, 3.0], &[3]).unwrap();
+    assert_eq!(row.argmax(0, false).unwrap().item::<i32>().unwrap(), 1);
+});
+
+case!(argmax_with_infinities, {
+    let x = Tensor::from_slice(&[f32::NEG_INFINITY, f32::INFINITY, 0.0, f32::INFINITY], &[4]).unwrap();
+    assert_eq!(x.argmax(0, false).unwrap().item::<i32>().unwrap(), 1);
+    assert_eq!(x.argmin(0, false).unwrap().item::<i32>().unwrap(), 0);
+    let all_neg_inf = Tensor::full(&[3], f32::NEG_INFINITY).unwrap();
+    assert_eq!(all_neg_inf.argmax(0, false).unwrap().item::<i32>().unwrap(), 0);
 });
