@@ -72,6 +72,16 @@ pub enum TensorError {
         /// The tensor.
         operand: Box<Operand>,
     },
+    /// An axis named twice in one op's axis list.
+    #[error("{op}: axis {axis} is repeated for {operand}")]
+    RepeatedAxis {
+        /// The op.
+        op: &'static str,
+        /// The axis given the second time.
+        axis: isize,
+        /// The tensor.
+        operand: Box<Operand>,
+    },
     /// An op that needs at least one element along an axis given an empty one (`argmax`).
     #[error("{op}: axis {axis} of {operand} is empty")]
     EmptyAxis {

@@ -9,14 +9,21 @@ use crate::Tensor;
 use crate::error::{Result, TensorError, ok};
 
 impl Tensor {
-    /// The reduced axes (all when `axes` is empty), sorted, without repeats.
+    /// The reduced axes (all when `axes` is empty), sorted; an axis named twice (also as
+    /// `1` and `-1` of two dims) is an error, as in PyTorch.
     fn reduce_axes(&self, op: &'static str, axes: &[isize]) -> Result<Vec<usize>> {
-        let mut out = match axes.is_empty() {
-            true => (0..self.ndim()).collect(),
-            false => axes.iter().map(|&a| self.axis(op, a, self.ndim())).collect::<Result<Vec<_>>>()?,
-        };
+        if axes.is_empty() {
+            return Ok((0..self.ndim()).collect());
+        }
+        let mut out: Vec<usize> = Vec::with_capacity(axes.len());
+        for &axis in axes {
+            let a = self.axis(op, axis, self.ndim())?;
+            if out.contains(&a) {
+                return Err(TensorError::RepeatedAxis { op, axis, operand: self.operand() });
+            }
+            out.push(a);
+        }
         out.sort_unstable();
-        out.dedup();
         Ok(out)
     }
 

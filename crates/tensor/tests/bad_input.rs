@@ -117,3 +117,17 @@ case!(argmax_with_infinities, {
     let all_neg_inf = Tensor::full(&[3], f32::NEG_INFINITY).unwrap();
     assert_eq!(all_neg_inf.argmax(0, false).unwrap().item::<i32>().unwrap(), 0);
 });
+
+// ---- bad axes
+
+case!(reduce_axis_out_of_range, {
+    refused!(t(&[2, 3]).sum(&[2], false), TensorError::Axis { axis: 2, .. }, "sum", "axis 2", "(2, 3) float32");
+    refused!(t(&[2, 3]).max(&[-3], false), TensorError::Axis { axis: -3, .. }, "max", "(2, 3) float32");
+    refused!(t(&[2, 3]).mean(&[5], true), TensorError::Axis { .. }, "axis 5", "(2, 3) float32");
+});
+
+case!(reduce_axis_repeated, {
+    refused!(t(&[2, 3]).sum(&[1, 1], false), TensorError::RepeatedAxis { axis: 1, .. }, "sum", "(2, 3) float32");
+    refused!(t(&[2, 3]).max(&[1, -1], false), TensorError::RepeatedAxis { axis: -1, .. }, "axis -1", "(2, 3)");
+    refused!(t(&[2, 3, 4]).mean(&[0, 2, 0], false), TensorError::RepeatedAxis { .. }, "(2, 3, 4) float32");
+});
