@@ -116,7 +116,12 @@ fn reduce_to_acc(sink: &UOp) -> (UOp, Vec<Acc>) {
             (Ops::Reduce, &Arg::Op(op)) => {
                 let value = src[0].clone();
                 let id = i64::try_from(accs.len()).unwrap_or(i64::MAX);
-                let acc = UOp::new(Ops::DefineAcc, u.dtype(), [UOp::constant(u.dtype(), identity_element(op, u.dtype()))], Arg::Int(id));
+                let acc = UOp::new(
+                    Ops::DefineAcc,
+                    u.dtype(),
+                    [UOp::constant(u.dtype(), identity_element(op, u.dtype()))],
+                    Arg::Int(id),
+                );
                 let update = acc.alu(op, &[&value]);
                 let assign = UOp::new(Ops::Assign, u.dtype(), [acc.clone(), update.clone()], Arg::None);
                 accs.push(Acc { acc: acc.clone(), update, assign, value, ranges: src[1..].to_vec() });

@@ -51,7 +51,11 @@ pub(crate) fn compiled(
     let mode = if noopt { OptMode::NoOpt } else { OptMode::Heuristic };
     let codegen = |source| EngineError::Codegen { name: name.clone(), source: Box::new(source) };
     let (kernel, program) = compile(ast, backend.target(), &mode, &name).map_err(codegen)?;
-    let program = backend.compile(&program)?;
+    let program = backend.compile(&program).inspect_err(|e| {
+        if let (EngineError::KernelCompile { kernel, device, code, .. }, true) = (e, flags::debug() >= 1) {
+            eprintln!("kernel {kernel} failed to compile on {device}; its source:\n{code}");
+        }
+    })?;
     let debug = flags::debug();
     if debug >= 3 {
         eprintln!(

@@ -13,6 +13,37 @@ pub enum EngineError {
     /// is the backend's.
     #[error("{0}")]
     Runtime(String),
+    /// A buffer the device cannot hold: over its per-buffer limit, or no memory left. The
+    /// device stays usable for smaller work.
+    #[error("out of memory on {device}: {what}")]
+    OutOfMemory {
+        /// The device.
+        device: String,
+        /// What was asked for, and the limit it broke.
+        what: String,
+    },
+    /// The device was lost (destroyed, reset, its driver failed): every later operation on it
+    /// fails with this error.
+    #[error("device {device} was lost: {reason}")]
+    DeviceLost {
+        /// The device.
+        device: String,
+        /// Why, as the backend reported it.
+        reason: String,
+    },
+    /// A device rejected a generated kernel (a shader its compiler refuses). `source` is the
+    /// kernel's device source (`code`), which DEBUG >= 1 prints.
+    #[error("kernel {kernel} failed to compile on {device}: {message}")]
+    KernelCompile {
+        /// The kernel's name.
+        kernel: String,
+        /// The device.
+        device: String,
+        /// What the device's compiler said.
+        message: String,
+        /// The kernel's source for the device (WGSL on wgpu).
+        code: String,
+    },
     /// A device name that is neither `cpu` nor `wgpu[:N]`.
     #[error("unknown device `{0}` (expected cpu or wgpu[:N])")]
     UnknownDevice(String),

@@ -21,6 +21,15 @@ impl CpuBuffer {
         CpuBuffer { dtype: dtype.scalar_dtype(), data: (0..len).map(|_| AtomicU64::new(0)).collect() }
     }
 
+    /// `len` zeros of `dtype`, or `None` when the host cannot allocate them (the memory is
+    /// reserved with `try_reserve`, so a huge request fails instead of aborting the process).
+    pub fn try_zeros(dtype: DType, len: usize) -> Option<CpuBuffer> {
+        let mut data = Vec::new();
+        data.try_reserve_exact(len).ok()?;
+        data.resize_with(len, || AtomicU64::new(0));
+        Some(CpuBuffer { dtype: dtype.scalar_dtype(), data })
+    }
+
     /// A buffer holding `values` cast to `dtype`.
     pub fn from_values(dtype: DType, values: impl IntoIterator<Item = impl Into<ConstValue>>) -> CpuBuffer {
         let dtype = dtype.scalar_dtype();

@@ -163,6 +163,7 @@ impl Device {
     /// Zero-byte requests get a 4-byte binding. Requests over
     /// [`DeviceLimits::max_allocation`] fail with [`RuntimeError::BufferTooLarge`].
     pub fn alloc(&self, bytes: u64) -> Result<Buffer> {
+        self.check()?;
         let limit = self.limits.max_allocation();
         if bytes > limit || bytes.max(4).next_multiple_of(4) > limit {
             return Err(RuntimeError::BufferTooLarge { requested: bytes, limit });
@@ -241,6 +242,14 @@ impl Device {
             .poll(wgpu::PollType::wait_indefinitely())
             .map_err(|e| RuntimeError::Wait(e.to_string()))?;
         self.check()
+    }
+
+    /// Destroys the device now (wgpu's `Device::destroy`, which is also how a lost device
+    /// looks): its memory is freed and every later call fails with
+    /// [`RuntimeError::DeviceLost`].
+    pub fn destroy(&self) {
+        self.health.lost.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(|| "destroyed".into());
+        self.device.destroy();
     }
 
     /// Fails if the device was lost or an error escaped the error scopes.

@@ -41,6 +41,16 @@ pub enum RuntimeError {
         /// The full diagnostic.
         message: String,
     },
+    /// A generated kernel's shader was rejected by the device (naga, wgpu or the driver).
+    #[error("kernel `{kernel}` failed to compile: {error}")]
+    Kernel {
+        /// The kernel's name.
+        kernel: String,
+        /// The WGSL it was rendered to.
+        wgsl: String,
+        /// What the device said.
+        error: Box<RuntimeError>,
+    },
     /// A buffer request exceeds what the device can allocate or bind.
     #[error("buffer of {requested} bytes exceeds the device limit of {limit} bytes")]
     BufferTooLarge {

@@ -93,10 +93,18 @@ impl Device {
         }
     }
 
-    /// Renders `program` for this device and compiles it (once per distinct source).
+    /// Renders `program` for this device and compiles it (once per distinct source); a shader
+    /// the device rejects is a [`RuntimeError::Kernel`] with the kernel's name and source.
     pub fn compile(&self, program: &Program) -> Result<GpuProgram> {
         let wgsl = render(program, &self.caps())?;
-        let pipeline = self.pipeline(&wgsl.source, &wgsl.entry)?;
+        let pipeline = self.pipeline(&wgsl.source, &wgsl.entry).map_err(|error| match error {
+            RuntimeError::DeviceLost(_) => error,
+            _ => RuntimeError::Kernel {
+                kernel: program.name.clone(),
+                wgsl: wgsl.source.clone(),
+                error: Box::new(error),
+            },
+        })?;
         Ok(GpuProgram {
             inner: Arc::new(Compiled {
                 name: program.name.clone(),

@@ -22,6 +22,7 @@ impl Device {
         if end > buffer.bound_size() || !offset.is_multiple_of(4) || !data.len().is_multiple_of(4) {
             return Err(RuntimeError::BadRange { op: "write", start: offset, end, size: buffer.size() });
         }
+        self.check()?;
         if data.is_empty() {
             return Ok(());
         }

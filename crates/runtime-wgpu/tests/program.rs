@@ -34,6 +34,24 @@ fn row_sums() -> UOp {
 }
 
 #[test]
+fn a_kernel_the_device_rejects_names_itself_and_keeps_its_source() {
+    let Some(device) = common::device() else { return };
+    // one load per buffer past the device's storage-buffer limit: valid WGSL, refused pipeline
+    let inputs = device.limits().max_storage_buffers_per_stage as i64 + 1;
+    let st = contiguous(&[4]);
+    let sum = (1..=inputs).map(|slot| load(DType::F32, slot, st.clone())).reduce(|a, b| a + b).unwrap();
+    let p = compile(&store(st.clone(), sum), &device.target(), &OptMode::NoOpt, "E_too_many").unwrap().1;
+    let Err(RuntimeError::Kernel { kernel, wgsl, error }) = device.compile(&p) else {
+        panic!("a kernel binding {inputs} buffers compiled")
+    };
+    assert_eq!(kernel, "E_too_many");
+    assert!(wgsl.contains("@compute"), "{wgsl}");
+    assert!(!matches!(*error, RuntimeError::Kernel { .. }), "{error:?}");
+    let out = device.alloc_elements(DType::F32, 4).unwrap();
+    assert_eq!(device.read(&out).unwrap().len(), 16, "the device is still usable");
+}
+
+#[test]
 fn a_generated_kernel_runs_and_compiles_once() {
     let Some(device) = common::device() else { return };
     let n = 1000;

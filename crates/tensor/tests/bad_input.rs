@@ -5,7 +5,8 @@
 
 mod common;
 
-use wgrad_tensor::{Result, Tensor, TensorError, with_default_device};
+use wgrad_engine::EngineError;
+use wgrad_tensor::{DType, Result, Tensor, TensorError, with_default_device};
 
 /// Runs `case` with tensors created on each device in turn.
 fn on_each_device(case: impl Fn()) {
@@ -86,7 +87,12 @@ case!(gradient_through_an_expand_of_nothing_is_zero, {
 });
 
 case!(argmax_of_an_empty_axis_is_refused, {
-    refused!(t(&[2, 0]).argmax(1, false), TensorError::EmptyAxis { op: "argmax", .. }, "axis 1", "(2, 0) float32");
+    refused!(
+        t(&[2, 0]).argmax(1, false),
+        TensorError::EmptyAxis { op: "argmax", .. },
+        "axis 1",
+        "(2, 0) float32"
+    );
     refused!(t(&[0, 3]).argmin(0, false), TensorError::EmptyAxis { .. }, "(0, 3) float32");
 });
 
@@ -121,13 +127,42 @@ case!(argmax_with_infinities, {
 // ---- bad axes
 
 case!(reduce_axis_out_of_range, {
-    refused!(t(&[2, 3]).sum(&[2], false), TensorError::Axis { axis: 2, .. }, "sum", "axis 2", "(2, 3) float32");
+    refused!(
+        t(&[2, 3]).sum(&[2], false),
+        TensorError::Axis { axis: 2, .. },
+        "sum",
+        "axis 2",
+        "(2, 3) float32"
+    );
     refused!(t(&[2, 3]).max(&[-3], false), TensorError::Axis { axis: -3, .. }, "max", "(2, 3) float32");
     refused!(t(&[2, 3]).mean(&[5], true), TensorError::Axis { .. }, "axis 5", "(2, 3) float32");
 });
 
 case!(reduce_axis_repeated, {
-    refused!(t(&[2, 3]).sum(&[1, 1], false), TensorError::RepeatedAxis { axis: 1, .. }, "sum", "(2, 3) float32");
-    refused!(t(&[2, 3]).max(&[1, -1], false), TensorError::RepeatedAxis { axis: -1, .. }, "axis -1", "(2, 3)");
+    refused!(
+        t(&[2, 3]).sum(&[1, 1], false),
+        TensorError::RepeatedAxis { axis: 1, .. },
+        "sum",
+        "(2, 3) float32"
+    );
+    refused!(
+        t(&[2, 3]).max(&[1, -1], false),
+        TensorError::RepeatedAxis { axis: -1, .. },
+        "axis -1",
+        "(2, 3)"
+    );
     refused!(t(&[2, 3, 4]).mean(&[0, 2, 0], false), TensorError::RepeatedAxis { .. }, "(2, 3, 4) float32");
+});
+
+// ---- resources: a buffer the device cannot hold is out of memory, and the device goes on
+
+case!(an_allocation_too_large_is_out_of_memory, {
+    for elements in [1usize << 40, 1 << 34] {
+        let huge = Tensor::zeros(&[elements], DType::F32).unwrap().add(1.0).unwrap();
+        let err = huge.realize().map(|_| ()).unwrap_err();
+        assert!(matches!(err, TensorError::Engine(EngineError::OutOfMemory { .. })), "{err:?}");
+        assert!(err.to_string().contains("out of memory"), "{err}");
+    }
+    let small = Tensor::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+    assert_eq!((&small * 3.0).to_vec::<f32>().unwrap(), [3.0, 6.0], "the device is still usable");
 });

@@ -2,7 +2,7 @@
 //! contract. Always available; the oracle the GPU backends are compared with.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -31,6 +31,7 @@ pub struct CpuBackend {
     target: Target,
     used: Arc<AtomicUsize>,
     workers: usize,
+    lost: AtomicBool,
 }
 
 impl CpuBackend {
@@ -38,13 +39,23 @@ impl CpuBackend {
     pub fn new() -> CpuBackend {
         let target = Target { name: "cpu".into(), ..Target::no_locals() };
         let workers = thread::available_parallelism().map_or(1, |n| n.get());
-        CpuBackend { target, used: Arc::default(), workers }
+        CpuBackend { target, used: Arc::default(), workers, lost: AtomicBool::new(false) }
     }
 }
 
 impl Default for CpuBackend {
     fn default() -> Self {
         CpuBackend::new()
+    }
+}
+
+impl CpuBackend {
+    /// Fails once the device was destroyed.
+    fn check(&self) -> Result<(), EngineError> {
+        match self.lost.load(Ordering::Relaxed) {
+            true => Err(EngineError::DeviceLost { device: self.name(), reason: "destroyed".into() }),
+            false => Ok(()),
+        }
     }
 }
 
@@ -62,13 +73,20 @@ impl Backend for CpuBackend {
     }
 
     fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, EngineError> {
-        let bytes = dtype.itemsize() * len;
+        self.check()?;
+        let oom = || EngineError::OutOfMemory {
+            device: self.name(),
+            what: format!("{len} elements of {} cannot be allocated on the host", dtype.scalar().long_name()),
+        };
+        let bytes = dtype.itemsize().checked_mul(len).ok_or_else(oom)?;
+        let buf = CpuBuffer::try_zeros(dtype, len).ok_or_else(oom)?;
         self.used.fetch_add(bytes, Ordering::Relaxed);
-        let raw = CpuMem { buf: CpuBuffer::zeros(dtype, len), bytes, used: self.used.clone() };
+        let raw = CpuMem { buf, bytes, used: self.used.clone() };
         Ok(DeviceBuffer { dtype, len, raw: Arc::new(raw) })
     }
 
     fn copy_in(&self, buf: &DeviceBuffer, bytes: &[u8]) -> Result<(), EngineError> {
+        self.check()?;
         let expected = buf.dtype.itemsize() * buf.len;
         match mem(buf)?.buf.write_bytes(bytes) {
             true => Ok(()),
@@ -79,15 +97,18 @@ impl Backend for CpuBackend {
     }
 
     fn copy_out(&self, buf: &DeviceBuffer) -> Result<Vec<u8>, EngineError> {
+        self.check()?;
         Ok(mem(buf)?.buf.to_bytes())
     }
 
     fn compile(&self, program: &Program) -> Result<CompiledProgram, EngineError> {
+        self.check()?;
         let cpu = CpuProgram::new(program).map_err(|e| EngineError::Runtime(e.to_string()))?;
         Ok(CompiledProgram { program: Arc::new(program.clone()), raw: Arc::new(cpu) })
     }
 
     fn run(&self, launches: &[Launch<'_>], timed: bool) -> Result<Vec<Option<Duration>>, EngineError> {
+        self.check()?;
         let mut times = Vec::with_capacity(launches.len());
         for launch in launches {
             let program = launch.program.raw.downcast_ref::<CpuProgram>();
@@ -103,6 +124,10 @@ impl Backend for CpuBackend {
             times.push(timed.then(|| start.elapsed()));
         }
         Ok(times)
+    }
+
+    fn destroy(&self) {
+        self.lost.store(true, Ordering::Relaxed);
     }
 
     fn memory_used(&self) -> usize {

@@ -10,7 +10,9 @@
 //!   `dtype.itemsize() * len` of them;
 //! - `run` executes the launches in order, as if each finished before the next started,
 //!   and returns one entry per launch (`Some` time only when `timed`);
-//! - a failure is an [`EngineError`], never a panic.
+//! - a failure is an [`EngineError`], never a panic: a buffer the device cannot hold is
+//!   [`EngineError::OutOfMemory`] (the device stays usable), and after a loss (or
+//!   [`Backend::destroy`]) every operation is [`EngineError::DeviceLost`].
 
 mod cpu;
 mod registry;
@@ -75,6 +77,9 @@ pub trait Backend: Send + Sync {
     fn compile(&self, program: &Program) -> Result<CompiledProgram, EngineError>;
     /// Runs all launches in order as one submission; per-launch GPU times when `timed`.
     fn run(&self, launches: &[Launch<'_>], timed: bool) -> Result<Vec<Option<Duration>>, EngineError>;
+    /// Gives the device up now (wgpu: `Device::destroy`, which is also how a lost device
+    /// looks): every later operation on it fails with [`EngineError::DeviceLost`].
+    fn destroy(&self);
     /// Bytes of device memory currently allocated through this backend.
     fn memory_used(&self) -> usize;
     /// The source the device runs for `p`, printed at DEBUG=4 (WGSL for wgpu); `None` when

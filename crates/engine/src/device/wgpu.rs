@@ -18,8 +18,25 @@ pub struct WgpuBackend {
     target: Target,
 }
 
-fn runtime(e: RuntimeError) -> EngineError {
-    EngineError::Runtime(e.to_string())
+impl WgpuBackend {
+    /// `e` as an engine error: memory, loss and rejected kernels keep their kind.
+    fn runtime(&self, e: RuntimeError) -> EngineError {
+        let device = self.name();
+        match e {
+            RuntimeError::BufferTooLarge { requested, limit } => EngineError::OutOfMemory {
+                device,
+                what: format!("a buffer of {requested} bytes is over its limit of {limit} bytes per buffer"),
+            },
+            RuntimeError::OutOfMemory { context } => {
+                EngineError::OutOfMemory { device, what: format!("no device memory left in {context}") }
+            }
+            RuntimeError::DeviceLost(reason) => EngineError::DeviceLost { device, reason },
+            RuntimeError::Kernel { kernel, wgsl, error } => {
+                EngineError::KernelCompile { kernel, device, message: error.to_string(), code: wgsl }
+            }
+            e => EngineError::Runtime(e.to_string()),
+        }
+    }
 }
 
 fn buffer(buf: &DeviceBuffer) -> Result<&Buffer, EngineError> {
@@ -41,7 +58,7 @@ impl WgpuBackend {
                 Device::with_adapter(Some(&chosen.name))
             }
         }
-        .map_err(runtime)?;
+        .map_err(|e| EngineError::Runtime(e.to_string()))?;
         let target = device.target();
         Ok(WgpuBackend { device, target })
     }
@@ -57,7 +74,11 @@ impl Backend for WgpuBackend {
     }
 
     fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, EngineError> {
-        let raw = self.device.alloc_elements(dtype, len).map_err(runtime)?;
+        if len.checked_mul(dtype.itemsize()).is_none_or(|bytes| bytes > usize::MAX - 4) {
+            let what = format!("{len} elements of {} do not fit in a byte count", dtype.scalar().long_name());
+            return Err(EngineError::OutOfMemory { device: self.name(), what });
+        }
+        let raw = self.device.alloc_elements(dtype, len).map_err(|e| self.runtime(e))?;
         Ok(DeviceBuffer { dtype, len, raw: Arc::new(raw) })
     }
 
@@ -69,17 +90,17 @@ impl Backend for WgpuBackend {
         // queue writes move whole 4-byte words: pad the tail of 1- and 2-byte element arrays
         let mut padded = bytes.to_vec();
         padded.resize(bytes.len().next_multiple_of(4), 0);
-        self.device.write(buffer(buf)?, 0, &padded).map_err(runtime)
+        self.device.write(buffer(buf)?, 0, &padded).map_err(|e| self.runtime(e))
     }
 
     fn copy_out(&self, buf: &DeviceBuffer) -> Result<Vec<u8>, EngineError> {
-        let mut bytes = self.device.read(buffer(buf)?).map_err(runtime)?;
+        let mut bytes = self.device.read(buffer(buf)?).map_err(|e| self.runtime(e))?;
         bytes.truncate(buf.dtype.itemsize() * buf.len);
         Ok(bytes)
     }
 
     fn compile(&self, program: &Program) -> Result<CompiledProgram, EngineError> {
-        let gpu = self.device.compile(program).map_err(runtime)?;
+        let gpu = self.device.compile(program).map_err(|e| self.runtime(e))?;
         Ok(CompiledProgram { program: Arc::new(program.clone()), raw: Arc::new(gpu) })
     }
 
@@ -89,13 +110,17 @@ impl Backend for WgpuBackend {
             let program = launch.program.raw.downcast_ref::<GpuProgram>();
             let program = program.ok_or_else(|| EngineError::Runtime("not a wgpu program".into()))?;
             let buffers = launch.buffers.iter().map(|b| buffer(b)).collect::<Result<Vec<_>, _>>()?;
-            self.device.launch(&mut batch, program, &buffers, &launch.vars).map_err(runtime)?;
+            self.device.launch(&mut batch, program, &buffers, &launch.vars).map_err(|e| self.runtime(e))?;
         }
         if timed {
-            return self.device.run_timed(batch).map_err(runtime);
+            return self.device.run_timed(batch).map_err(|e| self.runtime(e));
         }
-        self.device.submit(batch).map_err(runtime)?;
+        self.device.submit(batch).map_err(|e| self.runtime(e))?;
         Ok(vec![None; launches.len()])
+    }
+
+    fn destroy(&self) {
+        self.device.destroy();
     }
 
     fn memory_used(&self) -> usize {
