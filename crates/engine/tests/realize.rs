@@ -21,6 +21,19 @@ fn elementwise_reduce_and_views() {
 }
 
 #[test]
+fn a_prefix_of_a_reduce_is_stored_as_its_own_kernel() {
+    // the first elements of a reduce's output look like an identity view, but the kernel
+    // storing them must not run over the whole reduce
+    let a = tensor(&(0..24).map(|i| i as f32).collect::<Vec<_>>(), &[2, 3, 4]);
+    let sums = lazy::reduce(&a, Ops::Add, &[2]);
+    let prefix = lazy::shrink(&lazy::reshape(&sums, &[6]), &[(0, 4)]);
+    let corner = lazy::shrink(&lazy::reshape(&sums, &[2, 3]), &[(0, 1), (0, 2)]);
+    // one at a time: two kernels reading the reduce would realize it anyway
+    assert_eq!(values(&realize(&[lazy::contiguous(&prefix)]).unwrap()[0]), [6., 22., 38., 54.]);
+    assert_eq!(values(&realize(&[lazy::contiguous(&corner)]).unwrap()[0]), [6., 22.]);
+}
+
+#[test]
 fn scratch_buffers_share_memory() {
     // three rounds of `contiguous(x - max(x))`: each round's max and result are read only by
     // the next round, so later rounds take the memory of earlier ones

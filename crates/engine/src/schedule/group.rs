@@ -174,7 +174,9 @@ impl Grouper<'_> {
                 if *r == root {
                     continue;
                 }
-                if !is_identity(st) || claimed || kept.as_ref().is_some_and(|k| k != r) {
+                // in place: every element where the kernel stores it (a prefix is not)
+                let in_place = is_identity(st) && numel(self.shapes.of(r)) == numel(&lowered.shape);
+                if !in_place || claimed || kept.as_ref().is_some_and(|k| k != r) {
                     add.push(r.clone());
                 } else {
                     kept = Some(r.clone());

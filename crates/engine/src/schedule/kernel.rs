@@ -195,7 +195,11 @@ pub(crate) fn lower_kernel(
     let shape = shapes.of(root).to_vec();
     let lowered = lower(root, &shape, realizes, shapes)?;
     match lowered.reduces.as_slice() {
-        [(r, st)] if super::views::is_identity(st) && shapes.of(r) != shape.as_slice() => {
+        [(r, st)]
+            if super::views::is_identity(st)
+                && shapes.of(r) != shape.as_slice()
+                && crate::shapes::numel(shapes.of(r)) == crate::shapes::numel(&shape) =>
+        {
             let reduced = shapes.of(r).to_vec();
             lower(root, &reduced, realizes, shapes)
         }
