@@ -80,13 +80,19 @@ impl Realization {
             }
         }
         run_items(&self.schedule.items, &memory)?;
+        // results that read what an assign overwrote are stale now, earlier ones and this
+        // schedule's alike (except the assigns' own)
+        let written: Vec<UOp> = outputs.iter().filter(|o| o.existing).map(|o| o.buffer.clone()).collect();
+        realized::forget_readers(&written);
         for (o, keep) in outputs.iter().zip(kept) {
             if !keep {
                 continue;
             }
             buffers::bind(&o.buffer, memory[&o.buffer].clone());
             for (key, shape) in &o.keys {
-                if let Some(key) = key.upgrade() {
+                let Some(key) = key.upgrade() else { continue };
+                let stale = !o.existing && realized::buffers_read(&key).iter().any(|b| written.contains(b));
+                if !stale {
                     realized::register(&key, reshape(&o.buffer, shape));
                 }
             }

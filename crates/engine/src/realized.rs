@@ -2,24 +2,38 @@
 //! holding their value, so a graph that still contains a realized node reads its buffer
 //! instead of computing it again (tinygrad's `becomes_map`, applied when scheduling).
 //!
-//! Invariants: an entry lives exactly as long as its key node; the value keeps the buffer
-//! (and so its memory) alive that long.
+//! Invariants: an entry lives as long as its key node, and no longer than the contents of the
+//! buffers the key's graph reads: an assign to one of them forgets it (the same expression
+//! built again reads the new contents); the value keeps the buffer (and so its memory) alive
+//! that long.
 
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
 
 use wgrad_ops::{FxBuild, Ops, UOp, UOpMap, WeakUOp};
 
+/// One result: the key node (weakly), its value, and the buffers its graph reads.
+struct Entry {
+    key: WeakUOp,
+    value: UOp,
+    reads: Vec<UOp>,
+}
+
 #[derive(Default)]
 struct Table {
-    entries: HashMap<u64, Vec<(WeakUOp, UOp)>, FxBuild>,
+    entries: HashMap<u64, Vec<Entry>, FxBuild>,
 }
 
 impl Table {
     fn get(&self, key: &UOp) -> Option<UOp> {
-        let same = |(k, _): &&(WeakUOp, UOp)| k.upgrade().is_some_and(|k| k == *key);
-        self.entries.get(&key.structural_hash())?.iter().find(same).map(|(_, v)| v.clone())
+        let same = |e: &&Entry| e.key.upgrade().is_some_and(|k| k == *key);
+        self.entries.get(&key.structural_hash())?.iter().find(same).map(|e| e.value.clone())
     }
+}
+
+/// The `BUFFER`s `u`'s graph reads.
+pub(crate) fn buffers_read(u: &UOp) -> Vec<UOp> {
+    u.toposort().into_iter().filter(|b| b.op() == Ops::Buffer).collect()
 }
 
 static TABLE: LazyLock<Mutex<Table>> = LazyLock::new(Mutex::default);
@@ -28,18 +42,32 @@ fn table() -> MutexGuard<'static, Table> {
     TABLE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Records that `key`'s value is `value` (a `RESHAPE(BUFFER)`) for as long as `key` lives.
+/// Records that `key`'s value is `value` (a `RESHAPE(BUFFER)`) for as long as `key` lives
+/// and the buffers it reads keep their contents.
 pub(crate) fn register(key: &UOp, value: UOp) {
+    let reads = buffers_read(key);
     let mut t = table();
     let entries = t.entries.entry(key.structural_hash()).or_default();
-    entries.retain(|(k, _)| k.upgrade().is_some_and(|k| k != *key));
-    entries.push((key.downgrade(), value));
+    entries.retain(|e| e.key.upgrade().is_some_and(|k| k != *key));
+    entries.push(Entry { key: key.downgrade(), value, reads });
+}
+
+/// Forgets every result computed from the old contents of `written` (buffers an assign just
+/// wrote).
+pub(crate) fn forget_readers(written: &[UOp]) {
+    if written.is_empty() {
+        return;
+    }
+    table().entries.retain(|_, v| {
+        v.retain(|e| !e.reads.iter().any(|b| written.contains(b)));
+        !v.is_empty()
+    });
 }
 
 /// Drops the entries whose key died (releasing their buffers).
 pub(crate) fn sweep() {
     table().entries.retain(|_, v| {
-        v.retain(|(k, _)| k.is_alive());
+        v.retain(|e| e.key.is_alive());
         !v.is_empty()
     });
 }

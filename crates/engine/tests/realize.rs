@@ -60,6 +60,20 @@ fn assign_writes_the_target_buffer() {
 }
 
 #[test]
+fn a_result_computed_before_an_assign_is_not_reused_after_it() {
+    // `doubled` is computed and kept alive (as gradients keep a forward pass alive across an
+    // optimizer step); after `w` is assigned, the same expression built again must read the
+    // new `w`, not come back with the result remembered from before
+    let w = tensor(&[1., 2., 3.], &[3]);
+    let doubled = &w + &w;
+    assert_eq!(values(&realize(&[doubled.clone()]).unwrap()[0]), [2., 4., 6.]);
+    realize(&[lazy::assign(&w, &(&w * &w))]).unwrap();
+    let again = &w + &w;
+    assert_eq!(again, doubled, "hash-consing gives the same node");
+    assert_eq!(values(&realize(&[again]).unwrap()[0]), [2., 8., 18.]);
+}
+
+#[test]
 fn assigning_to_a_view_is_refused() {
     let w = tensor(&[1., 2., 3., 4.], &[4]);
     let part = lazy::shrink(&w, &[(1, 3)]);
