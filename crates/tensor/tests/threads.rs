@@ -1,0 +1,86 @@
+//! Tensors across threads: `Tensor` is `Send` and `Sync`, and several threads training
+//! separate models at once on one device get exactly what each gets alone.
+
+mod common;
+
+use wgrad_tensor::nn::{Linear, Module};
+use wgrad_tensor::optim::{Optimizer, Sgd};
+use wgrad_tensor::{DeviceName, Result, Tensor, with_default_device};
+
+#[test]
+fn tensors_are_send_and_sync() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Tensor>();
+    shareable::<Linear>();
+    shareable::<Sgd>();
+}
+
+/// Trains a small two-layer model of `seed` for a few SGD steps on `device`; its final
+/// weights and the losses along the way.
+fn train(device: &DeviceName, seed: u64) -> Result<(Vec<f32>, Vec<f32>)> {
+    with_default_device(device, || {
+        let (l1, l2) = (Linear::new(6, 8, true, seed)?, Linear::new(8, 3, true, seed + 100)?);
+        let params: Vec<Tensor> = l1.parameters().into_iter().chain(l2.parameters()).collect();
+        let mut opt = Sgd::new(params, 0.05, 0.9, 0.0, false)?;
+        let x = Tensor::randn(&[16, 6], seed + 7)?;
+        let y = Tensor::randn(&[16, 3], seed + 8)?;
+        let mut losses = vec![];
+        for _ in 0..4 {
+            opt.zero_grad();
+            let loss = l2.forward(&l1.forward(&x)?.relu())?.mse(&y)?;
+            loss.backward()?;
+            opt.step()?;
+            losses.push(loss.item::<f32>()?);
+        }
+        Ok((l2.weight_values()?, losses))
+    })
+}
+
+trait Weights {
+    fn weight_values(&self) -> Result<Vec<f32>>;
+}
+
+impl Weights for Linear {
+    fn weight_values(&self) -> Result<Vec<f32>> {
+        self.state_dict()["weight"].to_vec::<f32>()
+    }
+}
+
+#[test]
+fn threads_training_separate_models_match_training_alone() {
+    for device in common::devices() {
+        let seeds: Vec<u64> = (0..3).collect();
+        let alone: Vec<_> = seeds.iter().map(|&s| train(&device, s).unwrap()).collect();
+        let together: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = seeds
+                .iter()
+                .map(|&s| {
+                    scope.spawn({
+                        let device = device.clone();
+                        move || train(&device, s)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("a training thread panicked").unwrap()).collect()
+        });
+        for (s, (a, t)) in seeds.iter().zip(alone.iter().zip(&together)) {
+            assert_eq!(a, t, "{device}: model {s} trained in a thread differs from training alone");
+            assert!(a.1.last() < a.1.first(), "{device}: model {s} did not learn: {:?}", a.1);
+        }
+    }
+}
+
+#[test]
+fn one_tensor_read_from_many_threads() {
+    for device in common::devices() {
+        let x = with_default_device(&device, || Tensor::arange(1000).unwrap().cast(wgrad_tensor::DType::F32));
+        let x = &x;
+        let sums: Vec<f32> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..4)
+                .map(|k| scope.spawn(move || x.mul(k as f32).unwrap().sum(&[], false).unwrap().item::<f32>()))
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("a reader panicked").unwrap()).collect()
+        });
+        assert_eq!(sums, [0.0, 499_500.0, 999_000.0, 1_498_500.0], "{device}");
+    }
+}
