@@ -1,8 +1,9 @@
-//! Project tasks: `cargo xtask test-all | bench | lines | layering | setup`.
+//! Project tasks: `cargo xtask test-all | bench | fuzz | lines | layering | setup`.
 
 #![allow(clippy::print_stdout)]
 
 mod bench;
+mod fuzz;
 mod layering;
 mod lines;
 mod setup;
@@ -15,6 +16,8 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   test-all   set up, check formatting, clippy (warnings denied), layering, run every test
   bench      benchmarks (release): generated kernels' GB/s, TFLOP/s, round trip; symbolic
+  fuzz       graph fuzzer (release): random Tensor programs, wgpu vs the CPU interpreter
+             [--graphs N] [--seed S] [--max-ops M] [--workers W]
   lines      lines of library Rust per crate (no tests, comments or blank lines)
   layering   check that no wgrad crate depends on a crate above it
   setup      install what the tests need (the lavapipe software Vulkan driver)";
@@ -24,6 +27,7 @@ fn main() -> ExitCode {
     let ok = match args.first().map(String::as_str) {
         Some("test-all") => test_all::run(),
         Some("bench") => bench::run(&args[1..]),
+        Some("fuzz") => fuzz::run(&args[1..]),
         Some("lines") => lines::run(),
         Some("layering") => layering::run(),
         Some("setup") => setup::run(),
