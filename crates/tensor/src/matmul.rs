@@ -24,7 +24,10 @@ impl Tensor {
         w_shape.extend_from_slice(&w.shape()[n2 - n2.min(2)..]);
         let x = self.reshape_to(&x_shape);
         let w = w.reshape_to(&w_shape).transpose(-1, -(n2.min(2) as isize))?;
-        let out = x.mul(&w).map_err(|_| bad())?.sum(&[-1], false)?;
+        let out = x
+            .mul(&w)
+            .map_err(|e| if matches!(e, TensorError::Broadcast { .. }) { bad() } else { e })?
+            .sum(&[-1], false)?;
         Ok(out.cast(least_upper_dtype(&[self.dtype(), w.dtype()])))
     }
 
