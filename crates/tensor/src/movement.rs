@@ -183,6 +183,11 @@ impl Tensor {
 
     /// The tensors (all one shape) stacked along a new dim `axis`.
     pub fn stack(tensors: &[&Tensor], axis: isize) -> Result<Tensor> {
+        if let [first, rest @ ..] = tensors
+            && let Some(other) = rest.iter().find(|t| t.shape() != first.shape())
+        {
+            return Err(TensorError::Broadcast { op: "stack", lhs: first.operand(), rhs: other.operand() });
+        }
         let unsqueezed = tensors.iter().map(|t| t.unsqueeze(axis)).collect::<Result<Vec<_>>>()?;
         Tensor::cat(&unsqueezed.iter().collect::<Vec<_>>(), axis)
     }
