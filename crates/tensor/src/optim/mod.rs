@@ -34,7 +34,7 @@ pub struct ParamGroup {
 
 impl ParamGroup {
     /// `tensors` split into parameters and buffers, with the learning rate `lr` (at least
-    /// 0). At least one tensor must require grad.
+    /// 0). At least one tensor must require grad, and all must be on one device.
     pub fn new(tensors: Vec<Tensor>, lr: f64) -> Result<ParamGroup> {
         if lr.is_nan() || lr < 0.0 {
             return Err(TensorError::Argument {
@@ -56,6 +56,10 @@ impl ParamGroup {
         }
         if params.is_empty() {
             return Err(TensorError::NoTensors("an optimizer (of tensors that require grad)"));
+        }
+        if let Some(other) = params.iter().chain(&buffers).find(|t| t.device() != params[0].device()) {
+            let (lhs, rhs) = (params[0].device().clone(), other.device().clone());
+            return Err(TensorError::Device { op: "optimizer", lhs, rhs });
         }
         let lr = state(scalar(lr, params[0].device()))?;
         Ok(ParamGroup { params, buffers, lr })
