@@ -5,8 +5,13 @@
 
 mod common;
 
+use indexmap::IndexMap;
 use wgrad_engine::EngineError;
-use wgrad_tensor::{DType, Result, Tensor, TensorError, with_default_device};
+use wgrad_tensor::datasets::mnist::{MnistError, read_idx};
+use wgrad_tensor::nn::{Linear, Module};
+use wgrad_tensor::nn::{safe_load, safe_save};
+use wgrad_tensor::optim::{Adam, Optimizer, Sgd};
+use wgrad_tensor::{ConvOpts, DType, DeviceName, Index, Result, Tensor, TensorError, with_default_device};
 
 /// Runs `case` with tensors created on each device in turn.
 fn on_each_device(case: impl Fn()) {
@@ -165,4 +170,434 @@ case!(an_allocation_too_large_is_out_of_memory, {
     }
     let small = Tensor::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
     assert_eq!((&small * 3.0).to_vec::<f32>().unwrap(), [3.0, 6.0], "the device is still usable");
+});
+
+// ---- shape mismatches
+
+fn ints(values: &[i32], shape: &[usize]) -> Tensor {
+    Tensor::from_slice(values, shape).unwrap()
+}
+
+case!(binary_ops_that_do_not_broadcast, {
+    refused!(
+        t(&[2, 3]).add(&t(&[4])),
+        TensorError::Broadcast { op: "add", .. },
+        "(2, 3) float32",
+        "(4,) float32"
+    );
+    refused!(t(&[2, 3]).mul(&t(&[3, 3])), TensorError::Broadcast { .. }, "(2, 3)", "(3, 3)");
+    refused!(t(&[5]).sub(&ints(&[1, 2], &[2])), TensorError::Broadcast { .. }, "(5,) float32", "(2,) int32");
+    refused!(t(&[2, 1, 3]).maximum(&t(&[2, 4, 2])), TensorError::Broadcast { .. }, "(2, 1, 3)", "(2, 4, 2)");
+    refused!(t(&[3]).lt(&t(&[2])), TensorError::Broadcast { .. }, "(3,)", "(2,)");
+});
+
+case!(where_with_mismatched_branches, {
+    let cond = t(&[2, 3]).gt(1.0).unwrap();
+    refused!(cond.where_(&t(&[2, 3]), &t(&[4])), TensorError::Broadcast { .. }, "(4,)");
+    refused!(cond.where_(&t(&[3, 2]), 0.0), TensorError::Broadcast { .. }, "(3, 2)");
+});
+
+case!(matmul_inner_dims_differ, {
+    refused!(t(&[2, 3]).matmul(&t(&[4, 5])), TensorError::Matmul { .. }, "(2, 3) float32", "(4, 5) float32");
+    refused!(t(&[3]).matmul(&t(&[4])), TensorError::Matmul { .. }, "(3,)", "(4,)");
+    refused!(t(&[2, 2, 3]).matmul(&t(&[3, 3, 2])), TensorError::Matmul { .. }, "(2, 2, 3)", "(3, 3, 2)");
+});
+
+case!(matmul_of_a_scalar, {
+    let s = Tensor::scalar(2.0f32).unwrap();
+    refused!(s.matmul(&t(&[1, 3])), TensorError::Matmul { .. }, "() float32", "(1, 3) float32");
+    refused!(t(&[3]).matmul(&s), TensorError::Matmul { .. }, "(3,) float32");
+});
+
+case!(cat_and_stack_of_mismatched_shapes, {
+    refused!(
+        Tensor::cat(&[&t(&[2, 3]), &t(&[2, 4])], 0),
+        TensorError::Broadcast { op: "cat", .. },
+        "(2, 3)",
+        "(2, 4)"
+    );
+    refused!(
+        Tensor::stack(&[&t(&[2]), &t(&[3])], 0),
+        TensorError::Broadcast { op: "stack", .. },
+        "(2,)",
+        "(3,)"
+    );
+    refused!(Tensor::cat(&[&t(&[2, 3]), &t(&[2, 3])], 2), TensorError::Axis { axis: 2, .. }, "cat", "(2, 3)");
+    refused!(Tensor::cat(&[], 0), TensorError::NoTensors(_), "at least one tensor");
+});
+
+case!(conv_channels_and_groups, {
+    let x = t(&[1, 4, 5, 5]);
+    let conv = |w: &Tensor, groups| x.conv2d(w, None, &ConvOpts { groups, ..ConvOpts::default() });
+    refused!(
+        conv(&t(&[2, 3, 3, 3]), 1),
+        TensorError::Shapes { .. },
+        "(1, 4, 5, 5) float32",
+        "(2, 3, 3, 3) float32"
+    );
+    refused!(conv(&t(&[3, 2, 3, 3]), 2), TensorError::Shapes { .. }, "2 groups", "(3, 2, 3, 3)");
+    refused!(conv(&t(&[2, 4, 3, 3]), 0), TensorError::Shapes { .. }, "0 groups");
+    refused!(x.conv2d(&t(&[4, 3, 3]), None, &ConvOpts::default()), TensorError::Shapes { .. }, "(4, 3, 3)");
+    let bias = t(&[3]);
+    refused!(
+        x.conv2d(&t(&[2, 4, 3, 3]), Some(&bias), &ConvOpts::default()),
+        TensorError::Shapes { .. },
+        "(3,)"
+    );
+});
+
+case!(assign_of_another_shape_or_dtype, {
+    let w = t(&[2, 2]);
+    refused!(w.assign(&t(&[4])), TensorError::Assign { .. }, "(4,) float32", "(2, 2) float32");
+    refused!(w.assign(&ints(&[1, 2, 3, 4], &[2, 2])), TensorError::Assign { .. }, "(2, 2) int32");
+});
+
+// ---- bad axes on other ops
+
+case!(softmax_argmax_cumsum_axis_out_of_range, {
+    refused!(t(&[2, 3]).softmax(2), TensorError::Axis { axis: 2, .. }, "(2, 3) float32");
+    refused!(t(&[2, 3]).log_softmax(-3), TensorError::Axis { .. }, "(2, 3)");
+    refused!(t(&[2, 3]).argmax(5, false), TensorError::Axis { op: "argmax", .. }, "axis 5");
+    refused!(t(&[4]).cumsum(1), TensorError::Axis { op: "cumsum", .. }, "(4,) float32");
+    refused!(t(&[2, 3]).logsumexp(3, false), TensorError::Axis { .. }, "axis 3");
+});
+
+case!(permute_with_a_repeated_or_missing_axis, {
+    refused!(t(&[2, 3]).permute(&[0, 0]), TensorError::Movement { op: "permute", .. }, "(2, 3) float32");
+    refused!(t(&[2, 3, 4]).permute(&[0, 1]), TensorError::Movement { .. }, "(2, 3, 4)");
+    refused!(t(&[2, 3]).permute(&[0, 2]), TensorError::Axis { axis: 2, .. }, "(2, 3) float32");
+});
+
+case!(transpose_squeeze_unsqueeze_flip_axes, {
+    refused!(t(&[2, 3]).transpose(0, 2), TensorError::Axis { .. }, "(2, 3) float32");
+    refused!(t(&[2, 3]).squeeze(0), TensorError::Movement { op: "squeeze", .. }, "(2, 3)");
+    refused!(t(&[2, 3]).squeeze(4), TensorError::Axis { .. }, "axis 4");
+    refused!(t(&[2, 3]).unsqueeze(4), TensorError::Axis { .. }, "(2, 3)");
+    refused!(t(&[2, 3]).flip(&[2]), TensorError::Axis { .. }, "(2, 3) float32");
+});
+
+// ---- movement arguments that do not fit
+
+case!(reshape_to_a_wrong_size, {
+    refused!(
+        t(&[2, 3]).reshape(&[4, 2]),
+        TensorError::Movement { op: "reshape", .. },
+        "[4, 2]",
+        "(2, 3) float32"
+    );
+    refused!(t(&[6]).reshape(&[7]), TensorError::Movement { .. }, "(6,)");
+});
+
+case!(reshape_with_two_inferred_dims, {
+    refused!(t(&[2, 3]).reshape(&[-1, -1]), TensorError::Movement { .. }, "[-1, -1]", "(2, 3)");
+    refused!(t(&[2, 3]).reshape(&[-1, 4]), TensorError::Movement { .. }, "[-1, 4]");
+    refused!(t(&[2, 3]).reshape(&[-2, -3]), TensorError::Movement { .. }, "(2, 3)");
+});
+
+case!(expand_to_an_incompatible_shape, {
+    refused!(
+        t(&[2, 3]).expand(&[4, 3]),
+        TensorError::Movement { op: "expand", .. },
+        "[4, 3]",
+        "(2, 3) float32"
+    );
+    refused!(t(&[2, 3]).expand(&[3]), TensorError::Movement { .. }, "(2, 3)");
+    refused!(t(&[3, 1]).expand(&[3, 0, 2]), TensorError::Movement { .. }, "(3, 1)");
+});
+
+case!(pad_and_shrink_out_of_range, {
+    refused!(
+        t(&[2, 3]).shrink(&[(0, 2), (1, 4)]),
+        TensorError::Movement { op: "shrink", .. },
+        "(2, 3) float32"
+    );
+    refused!(t(&[2, 3]).shrink(&[(2, 1), (0, 3)]), TensorError::Movement { .. }, "(2, 1)");
+    refused!(t(&[2, 3]).shrink(&[(0, 1)]), TensorError::Movement { .. }, "(2, 3)");
+    refused!(t(&[2, 3]).pad(&[(1, 1)]), TensorError::Movement { op: "pad", .. }, "(2, 3) float32");
+});
+
+// ---- indices out of range
+
+case!(int_indices_out_of_range, {
+    refused!(
+        t(&[2, 3]).get(&[Index::Int(2)]),
+        TensorError::Movement { op: "get", .. },
+        "index 2",
+        "(2, 3) float32"
+    );
+    refused!(
+        t(&[2, 3]).get(&[Index::Int(0), Index::Int(-4)]),
+        TensorError::Movement { .. },
+        "index -4",
+        "(2, 3)"
+    );
+    refused!(
+        t(&[2, 3]).get(&[Index::Int(0), Index::Int(0), Index::Int(0)]),
+        TensorError::Movement { .. },
+        "(2, 3)"
+    );
+});
+
+case!(slices_with_a_zero_step, {
+    let zero_step = Index::Slice { start: None, stop: None, step: Some(0) };
+    refused!(t(&[4]).get(&[zero_step]), TensorError::Movement { .. }, "step of 0", "(4,) float32");
+    refused!(Index::parse("[1:2:3:4]"), TensorError::Parse { .. }, "1:2:3:4");
+});
+
+case!(slices_past_the_end_are_clamped_as_in_python, {
+    let x = t(&[5]);
+    let tail = x.get(&Index::parse("[3:100]").unwrap()).unwrap();
+    assert_eq!(tail.to_vec::<f32>().unwrap(), [3.0, 4.0]);
+    let none = x.get(&Index::parse("[7:9]").unwrap()).unwrap();
+    assert_eq!(none.shape(), [0]);
+});
+
+case!(float_tensor_indices_are_refused, {
+    refused!(
+        t(&[4]).get(&[Index::Tensor(t(&[2]))]),
+        TensorError::DType { .. },
+        "(4,) float32",
+        "(2,) float32"
+    );
+});
+
+case!(tensor_indices_out_of_range_pick_zeros, {
+    // as tinygrad: a tensor index is a one-hot mask, so a position outside the dim matches none
+    let picked = t(&[4]).add(1.0).unwrap().get(&[Index::Tensor(ints(&[1, 4, -1, -9], &[4]))]).unwrap();
+    assert_eq!(picked.to_vec::<f32>().unwrap(), [2.0, 0.0, 4.0, 0.0]);
+});
+
+case!(gather_with_a_bad_index, {
+    let idx = ints(&[0, 1, 0, 1, 0, 1], &[2, 3]);
+    refused!(
+        t(&[2]).gather(0, &idx),
+        TensorError::Shapes { op: "gather", .. },
+        "(2,) float32",
+        "(2, 3) int32"
+    );
+    refused!(t(&[2, 2]).gather(0, &idx), TensorError::Shapes { .. }, "(2, 2)", "(2, 3)");
+    refused!(t(&[2, 3]).gather(2, &idx), TensorError::Axis { op: "gather", .. }, "(2, 3) float32");
+    refused!(t(&[2, 3]).gather(1, &t(&[2, 3])), TensorError::DType { .. }, "(2, 3) float32");
+});
+
+case!(embedding_with_float_or_mismatched_indices, {
+    let weight = t(&[10, 4]);
+    refused!(t(&[3]).embedding(&weight), TensorError::DType { .. }, "(3,) float32");
+    refused!(ints(&[1, 2], &[2]).embedding(&t(&[10])), TensorError::Shapes { .. }, "(10,) float32");
+});
+
+case!(one_hot_of_floats, {
+    refused!(t(&[3]).one_hot(4), TensorError::DType { .. }, "(3,) float32");
+});
+
+// ---- integer division by zero: defined results, as WGSL and the interpreter define them
+
+case!(integer_division_by_zero_is_defined, {
+    let a = ints(&[7, -7, 0, i32::MIN], &[4]);
+    let zero = ints(&[0, 0, 0, 0], &[4]);
+    assert_eq!(a.idiv(&zero).unwrap().to_vec::<i32>().unwrap(), [7, -7, 0, i32::MIN], "x / 0 == x");
+    let minus_one = ints(&[-1; 4], &[4]);
+    assert_eq!(a.idiv(&minus_one).unwrap().to_vec::<i32>().unwrap(), [-7, 7, 0, i32::MIN], "MIN / -1 wraps");
+});
+
+case!(float_division_by_zero_is_ieee, {
+    let q = t(&[3]).sub(1.0).unwrap().div(&Tensor::zeros(&[3], DType::F32).unwrap()).unwrap();
+    let q = q.to_vec::<f32>().unwrap();
+    assert!(q[0] == f32::NEG_INFINITY && q[1].is_nan() && q[2] == f32::INFINITY, "{q:?}");
+});
+
+// ---- host data in and out
+
+case!(from_slice_with_the_wrong_length, {
+    refused!(
+        Tensor::from_slice(&[1.0f32; 5], &[2, 3]),
+        TensorError::DataLength { len: 5, .. },
+        "5 values",
+        "(2, 3)"
+    );
+    refused!(Tensor::from_vec(vec![1i32], &[0]), TensorError::DataLength { .. }, "(0,)");
+    refused!(Tensor::from_slice(&[1u8; 2], &[]), TensorError::DataLength { .. }, "2 values", "()");
+});
+
+case!(item_of_a_non_scalar, {
+    refused!(t(&[2, 3]).item::<f32>(), TensorError::NotScalar { op: "item", .. }, "(2, 3) float32");
+    refused!(t(&[0]).item::<f32>(), TensorError::NotScalar { .. }, "(0,) float32");
+});
+
+case!(reading_the_wrong_element_type, {
+    refused!(t(&[2]).to_vec::<i32>(), TensorError::ElementType { .. }, "(2,) float32", "int");
+    refused!(ints(&[1], &[1]).item::<f32>(), TensorError::ElementType { .. }, "(1,) int32");
+    refused!(t(&[2]).cast(DType::F16).to_vec::<f32>(), TensorError::ElementType { .. }, "(2,) float16");
+});
+
+// ---- autograd
+
+case!(backward_of_a_non_scalar, {
+    let w = t(&[3]);
+    w.set_requires_grad(true).unwrap();
+    refused!(w.mul(2.0).unwrap().backward(), TensorError::NotScalar { op: "backward", .. }, "(3,) float32");
+});
+
+case!(backward_with_nothing_requiring_grad, {
+    refused!(t(&[3]).sum(&[], false).unwrap().backward(), TensorError::NothingRequiresGrad, "requires grad");
+});
+
+case!(backward_twice_accumulates, {
+    // the graph stays (tinygrad); a second backward adds the same gradient again
+    let w = t(&[3]);
+    w.set_requires_grad(true).unwrap();
+    let loss = w.square().sum(&[], false).unwrap();
+    loss.backward().unwrap();
+    loss.backward().unwrap();
+    assert_eq!(w.grad().unwrap().to_vec::<f32>().unwrap(), [0.0, 4.0, 8.0]);
+});
+
+// ---- optimizers and state
+
+case!(optimizer_without_trainable_parameters, {
+    refused!(Sgd::new(vec![t(&[2])], 0.1, 0.0, 0.0, false), TensorError::NoTensors(_), "require grad");
+    refused!(Adam::new(vec![], 0.1), TensorError::NoTensors(_), "optimizer");
+});
+
+case!(optimizer_step_before_backward, {
+    let w = t(&[2, 2]);
+    w.set_requires_grad(true).unwrap();
+    let mut opt = Sgd::new(vec![w], 0.1, 0.0, 0.0, false).unwrap();
+    refused!(
+        opt.step(),
+        TensorError::Argument { op: "step", .. },
+        "parameter 0",
+        "(2, 2) float32",
+        "backward"
+    );
+});
+
+case!(state_dict_with_a_missing_key_or_wrong_shape, {
+    let mut layer = Linear::new(3, 2, true, 0).unwrap();
+    let mut state = layer.state_dict();
+    state.shift_remove("bias");
+    refused!(layer.load_state_dict(&state), TensorError::MissingState { .. }, "`bias`");
+    let mut state = layer.state_dict();
+    state.insert("weight".into(), t(&[3, 2]));
+    refused!(layer.load_state_dict(&state), TensorError::StateShape { .. }, "`weight`", "(2, 3)", "(3, 2)");
+});
+
+// ---- devices
+
+case!(operands_on_different_devices, {
+    let here = t(&[2]);
+    let other = if *here.device() == DeviceName::Cpu { DeviceName::Wgpu(None) } else { DeviceName::Cpu };
+    let Ok(there) = with_default_device(&other, || Tensor::from_slice(&[1.0f32, 2.0], &[2])) else { return };
+    refused!(here.add(&there), TensorError::Device { .. }, "CPU", "WGPU", "`to`");
+    refused!(here.matmul(&there), TensorError::Device { .. }, "WGPU");
+});
+
+case!(optimizer_parameters_on_different_devices, {
+    let here = t(&[2]);
+    let other = if *here.device() == DeviceName::Cpu { DeviceName::Wgpu(None) } else { DeviceName::Cpu };
+    let Ok(there) = with_default_device(&other, || Tensor::from_slice(&[1.0f32, 2.0], &[2])) else { return };
+    for p in [&here, &there] {
+        p.set_requires_grad(true).unwrap();
+    }
+    refused!(
+        Sgd::new(vec![here, there], 0.1, 0.0, 0.0, false),
+        TensorError::Device { op: "optimizer", .. },
+        "CPU",
+        "WGPU"
+    );
+});
+
+case!(unknown_device_names, {
+    let err = "tpu:0".parse::<DeviceName>().unwrap_err();
+    assert!(matches!(err, EngineError::UnknownDevice(_)), "{err:?}");
+    assert!(err.to_string().contains("tpu:0"), "{err}");
+});
+
+// ---- files: safetensors and IDX
+
+/// A fresh path under the system's temp dir for this test and device.
+fn temp_path(name: &str) -> std::path::PathBuf {
+    let device = Tensor::default_device().unwrap().to_string().replace(':', "_");
+    std::env::temp_dir().join(format!("wgrad-bad-input-{}-{device}-{name}", std::process::id()))
+}
+
+fn saved(name: &str) -> (std::path::PathBuf, Vec<u8>) {
+    let path = temp_path(name);
+    let state: IndexMap<String, Tensor> = [("w".to_string(), t(&[2, 3]))].into_iter().collect();
+    safe_save(&path, &state).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    (path, bytes)
+}
+
+case!(safetensors_missing_file, {
+    let path = temp_path("missing.safetensors");
+    refused!(safe_load(&path), TensorError::File { .. }, "missing.safetensors");
+});
+
+case!(safetensors_truncated, {
+    let (path, bytes) = saved("truncated.safetensors");
+    std::fs::write(&path, &bytes[..bytes.len() - 5]).unwrap();
+    refused!(
+        safe_load(&path),
+        TensorError::Safetensors { .. },
+        "truncated.safetensors",
+        "not a valid safetensors"
+    );
+    std::fs::write(&path, &bytes[..4]).unwrap();
+    refused!(safe_load(&path), TensorError::Safetensors { .. }, "truncated.safetensors");
+    let _ = std::fs::remove_file(path);
+});
+
+case!(safetensors_corrupt_header, {
+    let (path, mut bytes) = saved("corrupt.safetensors");
+    bytes[8] = b'#';
+    std::fs::write(&path, &bytes).unwrap();
+    refused!(safe_load(&path), TensorError::Safetensors { .. }, "corrupt.safetensors");
+    std::fs::write(&path, u64::MAX.to_le_bytes()).unwrap();
+    refused!(safe_load(&path), TensorError::Safetensors { .. }, "corrupt.safetensors");
+    let _ = std::fs::remove_file(path);
+});
+
+case!(safetensors_dtype_wgrad_cannot_hold, {
+    let path = temp_path("fp8.safetensors");
+    let header = br#"{"w":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,2]}}"#;
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header);
+    bytes.extend_from_slice(&[1, 2]);
+    std::fs::write(&path, &bytes).unwrap();
+    refused!(safe_load(&path), TensorError::FileDType { .. }, "fp8.safetensors", "`w`", "F8_E4M3");
+    let _ = std::fs::remove_file(path);
+});
+
+case!(safetensors_sizes_that_disagree, {
+    let path = temp_path("sizes.safetensors");
+    let header = br#"{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,8]}}"#;
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header);
+    bytes.extend_from_slice(&[0; 8]);
+    std::fs::write(&path, &bytes).unwrap();
+    refused!(safe_load(&path), TensorError::Safetensors { .. }, "sizes.safetensors");
+    let _ = std::fs::remove_file(path);
+});
+
+fn idx_error(name: &str, bytes: &[u8]) -> MnistError {
+    let path = temp_path(name);
+    std::fs::write(&path, bytes).unwrap();
+    let err = read_idx(&path, 0x0000_0801, 1).unwrap_err();
+    let _ = std::fs::remove_file(path);
+    err
+}
+
+case!(idx_files_truncated_corrupt_or_missing, {
+    let err = idx_error("short.idx", &[0, 0, 8, 1, 0]);
+    assert!(matches!(err, MnistError::Truncated { .. }) && err.to_string().contains("short.idx"), "{err}");
+    let err = idx_error("body.idx", &[0, 0, 8, 1, 0, 0, 0, 9, 1, 2, 3]);
+    assert!(matches!(err, MnistError::Truncated { expected: 17, .. }), "{err}");
+    assert!(err.to_string().contains("body.idx"), "{err}");
+    let err = idx_error("magic.idx", &[0, 0, 8, 3, 0, 0, 0, 1, 7]);
+    assert!(matches!(err, MnistError::Magic { .. }) && err.to_string().contains("magic.idx"), "{err}");
+    let err = idx_error("gzip.idx", &[0x1f, 0x8b, 8, 0, 1, 2, 3]);
+    assert!(matches!(err, MnistError::Io { .. }) && err.to_string().contains("gzip.idx"), "{err}");
+    let err = read_idx(&temp_path("absent.idx"), 0x0000_0801, 1).unwrap_err();
+    assert!(matches!(err, MnistError::Io { .. }) && err.to_string().contains("absent.idx"), "{err}");
 });
