@@ -66,7 +66,7 @@ fn a_result_computed_before_an_assign_is_not_reused_after_it() {
     // new `w`, not come back with the result remembered from before
     let w = tensor(&[1., 2., 3.], &[3]);
     let doubled = &w + &w;
-    assert_eq!(values(&realize(&[doubled.clone()]).unwrap()[0]), [2., 4., 6.]);
+    assert_eq!(values(&realize(std::slice::from_ref(&doubled)).unwrap()[0]), [2., 4., 6.]);
     realize(&[lazy::assign(&w, &(&w * &w))]).unwrap();
     let again = &w + &w;
     assert_eq!(again, doubled, "hash-consing gives the same node");
