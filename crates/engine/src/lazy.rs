@@ -90,6 +90,15 @@ pub fn contiguous(x: &UOp) -> UOp {
     UOp::new(Ops::Contiguous, x.dtype(), [x.clone()], Arg::None)
 }
 
+/// `x` in a buffer no other graph shares: every call makes a distinct node, so realizing it
+/// never hands back the buffer of an equal graph realized before (what a tensor that is
+/// assigned in place or trained needs: two models built from one seed must not share weights).
+pub fn unique_contiguous(x: &UOp) -> UOp {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let tag = i64::try_from(NEXT.fetch_add(1, Ordering::Relaxed)).unwrap_or(i64::MAX);
+    UOp::new(Ops::Contiguous, x.dtype(), [x.clone()], Arg::Int(tag))
+}
+
 /// `x` with no gradient flowing through.
 pub fn detach(x: &UOp) -> UOp {
     UOp::new(Ops::Detach, x.dtype(), [x.clone()], Arg::None)

@@ -53,13 +53,13 @@ pub(crate) fn register(key: &UOp, value: UOp) {
 }
 
 /// Forgets every result computed from the old contents of `written` (buffers an assign just
-/// wrote).
+/// wrote), and every result held in one of them (it holds the assigned value now).
 pub(crate) fn forget_readers(written: &[UOp]) {
     if written.is_empty() {
         return;
     }
     table().entries.retain(|_, v| {
-        v.retain(|e| !e.reads.iter().any(|b| written.contains(b)));
+        v.retain(|e| !e.reads.iter().chain(&buffers_read(&e.value)).any(|b| written.contains(b)));
         !v.is_empty()
     });
 }

@@ -55,10 +55,8 @@ impl Tensor {
     /// Asks for (or stops asking for) this tensor's gradient. A tensor not in a buffer of
     /// its own is realized into one first, so that no other tensor shares its graph node.
     pub fn set_requires_grad(&self, on: bool) -> Result<&Tensor> {
-        if on && self.buffer().is_none() {
-            let own = self.contiguous();
-            own.realize()?;
-            self.set_uop(own.uop());
+        if on {
+            self.own_buffer()?;
         }
         if on && !self.0.requires_grad.swap(true, Ordering::Relaxed) {
             let mut want = WANT_GRAD.lock().unwrap_or_else(PoisonError::into_inner);

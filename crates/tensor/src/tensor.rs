@@ -187,13 +187,22 @@ impl Tensor {
         if !same || value.device() != self.device() {
             return Err(TensorError::Assign { target: self.operand(), value: value.operand() });
         }
-        if self.buffer().is_none() && self.uop().op() != Ops::Assign {
-            let own = self.contiguous();
-            own.realize()?;
-            self.set_uop(own.uop());
+        if self.uop().op() != Ops::Assign {
+            self.own_buffer()?;
         }
         self.set_uop(lazy::assign(&self.uop(), &value.uop()));
         Ok(self)
+    }
+
+    /// Realizes this tensor into a buffer of its own unless it has one: a buffer no equal graph
+    /// shares, so writing it in place (assign, training) changes no other tensor.
+    pub(crate) fn own_buffer(&self) -> Result<()> {
+        if self.buffer().is_none() {
+            let own = self.with(lazy::unique_contiguous(&self.uop()), self.shape().to_vec());
+            own.realize()?;
+            self.set_uop(own.uop());
+        }
+        Ok(())
     }
 
     /// The same values with no gradient flowing back through them.

@@ -3,7 +3,8 @@
 
 mod common;
 
-use wgrad_tensor::{DType, Tensor, TensorError, no_grad};
+use wgrad_tensor::nn::Linear;
+use wgrad_tensor::{DType, Tensor, TensorError, no_grad, with_default_device};
 
 fn t(values: &[f32], shape: &[usize]) -> Tensor {
     Tensor::from_slice(values, shape).unwrap()
@@ -139,6 +140,26 @@ fn a_lazy_tensor_asking_for_gradients_gets_its_own_buffer() {
     a.add(b.mul(3.0).unwrap()).unwrap().sum(&[], false).unwrap().backward().unwrap();
     close(&a.grad().unwrap().to_vec::<f32>().unwrap(), &[1.0, 1.0]);
     close(&b.grad().unwrap().to_vec::<f32>().unwrap(), &[3.0, 3.0]);
+}
+
+#[test]
+fn equal_graphs_written_in_place_do_not_share_a_buffer() {
+    for device in common::devices() {
+        with_default_device(&device, || {
+            // two layers drawn from one seed are equal graphs: assigning one must not change the other
+            let (a, b) = (Linear::new(2, 2, false, 7).unwrap(), Linear::new(2, 2, false, 7).unwrap());
+            let before = b.weight.to_vec::<f32>().unwrap();
+            a.weight.assign(&a.weight.zeros_like()).unwrap();
+            assert_eq!(a.weight.to_vec::<f32>().unwrap(), [0.0; 4], "{device}");
+            assert_eq!(b.weight.to_vec::<f32>().unwrap(), before, "{device}");
+            // a result held in a buffer an assign overwrote is not handed to the same graph again
+            let x = Tensor::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+            let doubled = x.mul(2.0).unwrap().contiguous();
+            doubled.realize().unwrap();
+            doubled.assign(&doubled.zeros_like()).unwrap().realize().unwrap();
+            assert_eq!(x.mul(2.0).unwrap().contiguous().to_vec::<f32>().unwrap(), [2.0, 4.0], "{device}");
+        });
+    }
 }
 
 #[test]
