@@ -22,4 +22,4 @@ mod program;
 pub use linearize::{LinearizeError, linearize};
 pub use program::{BufferArg, Program};
 mod pipeline;
-pub use pipeline::{CodegenError, OptMode, compile};
+pub use pipeline::{CodegenError, OptMode, compile, compile_kernel};

@@ -6,6 +6,7 @@
 //! whole axis; `SWAP`'s arg is the other axis. A refused opt leaves the kernel unchanged.
 
 use std::fmt;
+use std::str::FromStr;
 
 use wgrad_ops::{Arg, GroupOp, Ops, UOp, UOpMap};
 use wgrad_shape::Sint;
@@ -35,10 +36,34 @@ pub enum OptOps {
     Swap,
 }
 
+impl OptOps {
+    /// Every kind, in declaration order.
+    pub const ALL: [OptOps; 9] = [
+        OptOps::Tc,
+        OptOps::Upcast,
+        OptOps::Unroll,
+        OptOps::Local,
+        OptOps::Group,
+        OptOps::Grouptop,
+        OptOps::Nolocals,
+        OptOps::Padto,
+        OptOps::Swap,
+    ];
+}
+
 impl fmt::Display for OptOps {
     /// tinygrad's name: `UPCAST`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&format!("{self:?}").to_uppercase())
+    }
+}
+
+impl FromStr for OptOps {
+    type Err = OptError;
+
+    /// The kind named as [`fmt::Display`] prints it (`UPCAST`).
+    fn from_str(s: &str) -> Result<OptOps, OptError> {
+        OptOps::ALL.into_iter().find(|op| op.to_string() == s).ok_or_else(|| OptError::Parse(s.into()))
     }
 }
 
@@ -71,6 +96,30 @@ impl fmt::Display for Opt {
         match self.axis {
             Some(a) => write!(f, "Opt(op={}, axis={a}, arg={})", self.op, self.arg),
             None => write!(f, "Opt(op={})", self.op),
+        }
+    }
+}
+
+impl FromStr for Opt {
+    type Err = OptError;
+
+    /// An opt as [`fmt::Display`] prints it: `Opt(op=UPCAST, axis=0, arg=4)`, `Opt(op=NOLOCALS)`.
+    fn from_str(s: &str) -> Result<Opt, OptError> {
+        let bad = || OptError::Parse(s.into());
+        let fields = s.trim().strip_prefix("Opt(").and_then(|f| f.strip_suffix(')')).ok_or_else(bad)?;
+        let mut fields = fields.split(", ");
+        let mut field = |name: &str| fields.next().and_then(|f| f.strip_prefix(name)?.strip_prefix('='));
+        let op: OptOps = field("op").ok_or_else(bad)?.parse()?;
+        let (axis, arg) = match (field("axis"), field("arg")) {
+            (None, None) => (None, 0),
+            (Some(axis), Some(arg)) => {
+                (Some(axis.parse().map_err(|_| bad())?), arg.parse().map_err(|_| bad())?)
+            }
+            _ => return Err(bad()),
+        };
+        match fields.next() {
+            None => Ok(Opt { op, axis, arg }),
+            Some(_) => Err(bad()),
         }
     }
 }
@@ -199,6 +248,9 @@ pub enum OptError {
     /// PADTO of an axis that is already a multiple.
     #[error("nothing was padded")]
     NothingPadded,
+    /// Text that is not an opt as `Opt`'s `Display` prints it.
+    #[error("not an opt: `{0}`")]
+    Parse(String),
 }
 
 /// Whether `u` is 0 wherever the loads under it read padding (0): loads and masked constants
@@ -231,8 +283,8 @@ fn int_size(s: &Sint) -> Result<usize, OptError> {
 }
 
 impl Kernel {
-    /// The axis `opt` names, counted from 0.
-    fn real_axis(&self, opt: &Opt) -> Option<usize> {
+    /// The axis `opt` names, counted from 0 (`None` for `NOLOCALS`).
+    pub fn real_axis(&self, opt: &Opt) -> Option<usize> {
         let a = opt.axis?;
         Some(match opt.op {
             OptOps::Unroll => self.first_reduce() + a,

@@ -52,7 +52,13 @@ pub fn compile(
         OptMode::NoOpt => {}
         OptMode::Given(opts) => opts.iter().try_for_each(|o| k.apply_opt(*o))?,
     }
-    let sink = lower(&k)?;
-    let program = linearize(&sink, name)?;
+    let program = compile_kernel(&k, name)?;
     Ok((k, program))
+}
+
+/// The program of a kernel whose opts are applied already: the steps of [`compile`] after
+/// the opts (what a search runs for each candidate it builds).
+pub fn compile_kernel(k: &Kernel, name: &str) -> Result<Program, CodegenError> {
+    let sink = lower(k)?;
+    Ok(linearize(&sink, name)?)
 }

@@ -224,3 +224,23 @@ fn tensor_cores_are_unsupported() {
     let e = err(&mut k, opt(OptOps::Tc, 0, 0));
     assert_eq!(e.to_string(), "tensor cores unsupported on this target");
 }
+
+#[test]
+fn opts_read_back_as_they_print() {
+    let mut opts: Vec<Opt> = OptOps::ALL.iter().map(|&op| opt(op, 3, 16)).collect();
+    opts.push(Opt::nolocals());
+    for o in opts {
+        assert_eq!(o.to_string().parse::<Opt>(), Ok(o), "{o}");
+    }
+    assert_eq!("Opt(op=GROUPTOP, axis=1, arg=256)".parse(), Ok(opt(OptOps::Grouptop, 1, 256)));
+    for bad in [
+        "",
+        "Opt(op=UPCAST)x",
+        "Opt(op=UPCASTS, axis=0, arg=4)",
+        "Opt(op=UPCAST, axis=0)",
+        "Opt(op=LOCAL, axis=-1, arg=2)",
+        "Opt(op=LOCAL, axis=0, arg=2, x=1)",
+    ] {
+        assert!(matches!(bad.parse::<Opt>(), Err(OptError::Parse(_))), "{bad}");
+    }
+}
