@@ -190,6 +190,12 @@ impl Device {
         self.pipelines.get_or_compile(&self.device, wgsl, entry)
     }
 
+    /// The pipeline for `entry` in `wgsl`, compiled now and not kept in the cache.
+    pub(crate) fn pipeline_uncached(&self, wgsl: &str, entry: &str) -> Result<Pipeline> {
+        self.check()?;
+        crate::pipeline::compile(&self.device, wgsl, entry)
+    }
+
     /// Number of distinct pipelines compiled so far.
     pub fn pipeline_count(&self) -> usize {
         self.pipelines.len()

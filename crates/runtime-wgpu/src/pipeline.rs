@@ -101,7 +101,7 @@ impl PipelineCache {
 }
 
 /// Compiles one entry point of `source`, reporting WGSL errors with their line.
-fn compile(device: &wgpu::Device, source: &str, entry: &str) -> Result<Pipeline, RuntimeError> {
+pub(crate) fn compile(device: &wgpu::Device, source: &str, entry: &str) -> Result<Pipeline, RuntimeError> {
     let mut module = None;
     let compiled = scoped(device, || {
         let shader = device.create_shader_module(wgpu::ShaderModuleDescriptor {

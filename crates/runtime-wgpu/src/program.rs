@@ -27,6 +27,7 @@ pub struct GpuProgram {
 
 struct Compiled {
     name: String,
+    global_size: [usize; 3],
     wgsl: Wgsl,
     pipeline: Pipeline,
     buffers: Vec<BufferArg>,
@@ -96,8 +97,23 @@ impl Device {
     /// Renders `program` for this device and compiles it (once per distinct source); a shader
     /// the device rejects is a [`RuntimeError::Kernel`] with the kernel's name and source.
     pub fn compile(&self, program: &Program) -> Result<GpuProgram> {
+        self.compile_with(program, true)
+    }
+
+    /// Renders and compiles `program` without keeping the pipeline in the device's cache:
+    /// for one-off kernels such as a search's candidates, which would otherwise stay
+    /// compiled for the device's lifetime. May be called from many threads at once.
+    pub fn compile_uncached(&self, program: &Program) -> Result<GpuProgram> {
+        self.compile_with(program, false)
+    }
+
+    fn compile_with(&self, program: &Program, cached: bool) -> Result<GpuProgram> {
         let wgsl = render(program, &self.caps())?;
-        let pipeline = self.pipeline(&wgsl.source, &wgsl.entry).map_err(|error| match error {
+        let pipeline = match cached {
+            true => self.pipeline(&wgsl.source, &wgsl.entry),
+            false => self.pipeline_uncached(&wgsl.source, &wgsl.entry),
+        };
+        let pipeline = pipeline.map_err(|error| match error {
             RuntimeError::DeviceLost(_) => error,
             _ => RuntimeError::Kernel {
                 kernel: program.name.clone(),
@@ -108,6 +124,7 @@ impl Device {
         Ok(GpuProgram {
             inner: Arc::new(Compiled {
                 name: program.name.clone(),
+                global_size: program.global_size,
                 pipeline,
                 buffers: program.buffers.clone(),
                 vars: program.vars.len(),
@@ -130,6 +147,44 @@ impl Device {
         program: &GpuProgram,
         buffers: &[&Buffer],
         vars: &[i64],
+    ) -> Result<()> {
+        self.launch_workgroups(batch, program, buffers, vars, program.inner.wgsl.workgroups)
+    }
+
+    /// Records a launch of part of `program`'s grid: the first `grid[d]` workgroups of each
+    /// dimension `d` of its `global_size` (as many linear workgroups when the renderer
+    /// flattened the grid). Timing runs use it to measure large kernels on a sample of
+    /// their workgroups; the rest of the output is left unwritten.
+    pub fn launch_part(
+        &self,
+        batch: &mut Batch,
+        program: &GpuProgram,
+        buffers: &[&Buffer],
+        vars: &[i64],
+        grid: [usize; 3],
+    ) -> Result<()> {
+        let p = &program.inner;
+        if grid.iter().zip(&p.global_size).any(|(g, full)| g > full || *g == 0) {
+            let message = format!("part {grid:?} of the grid {:?}", p.global_size);
+            return Err(RuntimeError::BadLaunch { kernel: p.name.clone(), message });
+        }
+        let flattened = p.wgsl.workgroups.iter().zip(&p.global_size).any(|(&w, &g)| w as usize != g);
+        let counts = match flattened {
+            true => [grid.iter().product(), 1, 1],
+            false => grid,
+        };
+        // within the full grid's counts, which the renderer sized to fit u32
+        let workgroups = counts.map(|c| c as u32);
+        self.launch_workgroups(batch, program, buffers, vars, workgroups)
+    }
+
+    fn launch_workgroups(
+        &self,
+        batch: &mut Batch,
+        program: &GpuProgram,
+        buffers: &[&Buffer],
+        vars: &[i64],
+        workgroups: [u32; 3],
     ) -> Result<()> {
         let p = &program.inner;
         let bad = |message: String| RuntimeError::BadLaunch { kernel: p.name.clone(), message };
@@ -160,7 +215,7 @@ impl Device {
             .collect::<Result<_>>()?;
         let var_buffer = if values.is_empty() { None } else { Some(self.upload(&values)?) };
         bound.extend(var_buffer.as_ref());
-        batch.dispatch(&p.pipeline, &bound, p.wgsl.workgroups)?;
+        batch.dispatch(&p.pipeline, &bound, workgroups)?;
         Ok(())
     }
 }

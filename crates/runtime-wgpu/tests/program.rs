@@ -3,7 +3,7 @@
 
 mod common;
 
-use wgrad_codegen::{OptMode, Program, compile};
+use wgrad_codegen::{Opt, OptMode, OptOps, Program, compile};
 use wgrad_dtype::DType;
 use wgrad_ops::{Ops, UOp};
 use wgrad_runtime_wgpu::{Device, RuntimeError};
@@ -130,4 +130,34 @@ fn the_target_follows_the_adapter() {
     assert_eq!(target.max_local_invocations, limits.max_invocations_per_workgroup as usize);
     assert_eq!(target.shared_max, limits.max_workgroup_storage_size as usize);
     assert_eq!(target.has_f16, device.features().f16);
+}
+
+#[test]
+fn part_of_a_grid_runs_its_first_workgroups() {
+    let Some(device) = common::device() else { return };
+    let copy = |n: i64| store(contiguous(&[n]), load(DType::F32, 1, contiguous(&[n])));
+    // 16 workgroups of 4 threads; and 70,000 one-thread workgroups, a grid the renderer
+    // flattens past the 65,535 per dimension
+    for (n, mode, part, written) in [
+        (64, OptMode::Given(vec![Opt::new(OptOps::Local, 0, 4)]), [3, 1, 1], 12),
+        (70_000, OptMode::NoOpt, [100, 1, 1], 100),
+    ] {
+        let p = compile(&copy(n), &device.target(), &mode, "part").unwrap().1;
+        let pipelines = device.pipeline_count();
+        let kernel = device.compile_uncached(&p).unwrap();
+        assert_eq!(device.pipeline_count(), pipelines, "an uncached compile leaves the cache alone");
+        let data: Vec<f32> = (1..=n).map(|i| i as f32).collect();
+        let (out, input) =
+            (device.alloc_elements(DType::F32, n as usize).unwrap(), device.upload(&data).unwrap());
+        device.write(&out, 0, &vec![0u8; 4 * n as usize]).unwrap();
+        let mut batch = device.batch();
+        device.launch_part(&mut batch, &kernel, &[&out, &input], &[], part).unwrap();
+        device.submit(batch).unwrap();
+        let got = device.read_as::<f32>(&out).unwrap();
+        assert_eq!(got[..written], data[..written], "n = {n}");
+        assert!(got[written..].iter().all(|&x| x == 0.0), "n = {n}: only the first {written} are written");
+        let mut batch = device.batch();
+        let err = device.launch_part(&mut batch, &kernel, &[&out, &input], &[], [p.global_size[0] + 1, 1, 1]);
+        assert!(matches!(err, Err(RuntimeError::BadLaunch { .. })), "a part larger than the grid");
+    }
 }
