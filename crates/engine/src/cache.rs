@@ -1,5 +1,5 @@
-//! The method cache: each kernel AST is compiled once per device and opt mode, printing
-//! the DEBUG=3..6 listings when it is.
+//! The method cache: each kernel AST is compiled once per device and opt mode (NOOPT, the
+//! BEAM width), printing the DEBUG=3..6 listings when it is.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
@@ -7,7 +7,7 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use wgrad_codegen::{OptMode, compile, lower};
 use wgrad_ops::{Estimate, Ops, UOp, estimate, print_uops};
 
-use crate::{Backend, CompiledProgram, DeviceName, EngineError, flags};
+use crate::{Backend, CompiledProgram, DeviceName, EngineError, beam, flags};
 
 /// A kernel ready to launch.
 pub(crate) struct Compiled {
@@ -19,7 +19,7 @@ pub(crate) struct Compiled {
     pub estimate: Estimate,
 }
 
-type Key = (UOp, DeviceName, bool);
+type Key = (UOp, DeviceName, bool, usize);
 
 static CACHE: LazyLock<Mutex<HashMap<Key, Arc<Compiled>>>> = LazyLock::new(Mutex::default);
 
@@ -42,13 +42,17 @@ pub(crate) fn compiled(
     device: &DeviceName,
     backend: &dyn Backend,
 ) -> Result<Arc<Compiled>, EngineError> {
-    let noopt = flags::noopt();
-    let key = (ast.clone(), device.clone(), noopt);
+    let (noopt, width) = (flags::noopt(), flags::beam());
+    let key = (ast.clone(), device.clone(), noopt, width);
     if let Some(c) = CACHE.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
         return Ok(c.clone());
     }
     let name = kernel_name(ast);
-    let mode = if noopt { OptMode::NoOpt } else { OptMode::Heuristic };
+    let mode = match (noopt, width) {
+        (true, _) => OptMode::NoOpt,
+        (false, 0) => OptMode::Heuristic,
+        (false, width) => OptMode::Given(beam::chosen_opts(ast, backend, width, &name)?),
+    };
     let codegen = |source| EngineError::Codegen { name: name.clone(), source: Box::new(source) };
     let (kernel, program) = compile(ast, backend.target(), &mode, &name).map_err(codegen)?;
     let program = backend.compile(&program).inspect_err(|e| {

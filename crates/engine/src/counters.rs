@@ -18,7 +18,8 @@ pub struct Counters {
     pub flops: u64,
     /// Bytes those kernels read and wrote.
     pub bytes: u64,
-    /// Time they took on the device (measured only while DEBUG >= 2).
+    /// Time they took on the device (measured only while `flags::timing()`: DEBUG >= 2 or
+    /// `set_timing`).
     pub kernel_time: Duration,
     /// Bytes of device memory allocated now, over every opened device.
     pub memory_used: usize,

@@ -1,5 +1,7 @@
 //! The engine's error type.
 
+use std::path::PathBuf;
+
 use thiserror::Error;
 use wgrad_codegen::CodegenError;
 use wgrad_dtype::DType;
@@ -92,4 +94,12 @@ pub enum EngineError {
     /// A lazy graph node the scheduler does not know how to realize.
     #[error("cannot schedule {0}")]
     Unschedulable(String),
+    /// BEAM's on-disk cache cannot be used (searches go on without it).
+    #[error("ignoring the BEAM cache {}: {reason}", path.display())]
+    Cache {
+        /// The cache file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
 }

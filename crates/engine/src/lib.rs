@@ -4,8 +4,10 @@
 //! A tensor is a lazy graph of UOps ([`lazy`]). [`prepare`]/[`realize`] cut the graph into
 //! kernels ([`schedule`]), compile each kernel once per device, give new buffers memory
 //! (reusing scratch memory within a schedule) and launch a device's kernels together.
-//! Data moves in and out through [`upload`] and [`download`].
+//! Data moves in and out through [`upload`] and [`download`]. With `BEAM=n` each kernel's
+//! opts come from a search on its device, cached on disk ([`beam`]).
 
+pub mod beam;
 mod buffers;
 mod cache;
 mod counters;

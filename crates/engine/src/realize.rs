@@ -145,7 +145,7 @@ fn launch(
         })
         .collect();
     let debug = flags::debug();
-    let times = backend.run(&launches, debug >= 2)?;
+    let times = backend.run(&launches, flags::timing())?;
     for ((item, k), time) in items.iter().zip(&kernels).zip(times) {
         let bytes = k.estimate.bytes_read + k.estimate.bytes_written;
         count_kernel(k.estimate.flops, bytes, time);

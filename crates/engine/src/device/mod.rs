@@ -20,7 +20,7 @@ mod wgpu;
 
 use std::any::Any;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wgrad_codegen::{Program, Target};
 use wgrad_dtype::DType;
@@ -92,5 +92,30 @@ pub trait Backend: Send + Sync {
     /// buffers per shader stage.
     fn max_buffers(&self) -> usize {
         8
+    }
+    /// What identifies the device and its driver to caches that outlive the process (BEAM's
+    /// on-disk cache): for wgpu the adapter, graphics API and driver version. Defaults to
+    /// [`Backend::name`].
+    fn fingerprint(&self) -> String {
+        self.name()
+    }
+    /// Compiles `program` for one-off use (a search candidate): as [`Backend::compile`], but
+    /// the backend keeps it in no cache. Called from many threads at once.
+    fn compile_once(&self, program: &Program) -> Result<CompiledProgram, EngineError> {
+        self.compile(program)
+    }
+    /// The device time of one run of `launch`, to compare kernels by. With
+    /// `max_workgroups`, a backend may run only that many of the launch's workgroups and
+    /// scale the time up to the whole grid (what a search does with slow candidates). The
+    /// default runs the whole launch through [`Backend::run`] (wall time when the device
+    /// reports none).
+    fn time_launch(
+        &self,
+        launch: &Launch<'_>,
+        _max_workgroups: Option<usize>,
+    ) -> Result<Duration, EngineError> {
+        let start = Instant::now();
+        let times = self.run(std::slice::from_ref(launch), true)?;
+        Ok(times.into_iter().next().flatten().unwrap_or_else(|| start.elapsed()))
     }
 }

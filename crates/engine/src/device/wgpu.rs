@@ -3,7 +3,7 @@
 //! once; nothing waits for the GPU until bytes are read back (or times are asked for).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wgrad_codegen::{Program, Target};
 use wgrad_dtype::DType;
@@ -41,6 +41,26 @@ impl WgpuBackend {
 
 fn buffer(buf: &DeviceBuffer) -> Result<&Buffer, EngineError> {
     buf.raw.downcast_ref::<Buffer>().ok_or_else(|| EngineError::Runtime("not a wgpu buffer".into()))
+}
+
+/// A part of `grid` with at most `max` workgroups, and how many times larger the whole grid
+/// is: the last dimension over 16 is halved until the part fits (tinygrad's test size).
+fn sample_grid(grid: [usize; 3], max: usize) -> ([usize; 3], f64) {
+    let mut part = grid;
+    while part.iter().product::<usize>() > max {
+        let Some(d) = (0..3).rev().find(|&d| part[d] > 16) else { break };
+        part[d] /= 2;
+    }
+    let count = |g: [usize; 3]| g.iter().product::<usize>() as f64;
+    (part, count(grid) / count(part))
+}
+
+fn gpu_program<'a>(launch: &Launch<'a>) -> Result<&'a GpuProgram, EngineError> {
+    launch
+        .program
+        .raw
+        .downcast_ref::<GpuProgram>()
+        .ok_or_else(|| EngineError::Runtime("not a wgpu program".into()))
 }
 
 impl WgpuBackend {
@@ -107,8 +127,7 @@ impl Backend for WgpuBackend {
     fn run(&self, launches: &[Launch<'_>], timed: bool) -> Result<Vec<Option<Duration>>, EngineError> {
         let mut batch = self.device.batch();
         for launch in launches {
-            let program = launch.program.raw.downcast_ref::<GpuProgram>();
-            let program = program.ok_or_else(|| EngineError::Runtime("not a wgpu program".into()))?;
+            let program = gpu_program(launch)?;
             let buffers = launch.buffers.iter().map(|b| buffer(b)).collect::<Result<Vec<_>, _>>()?;
             self.device.launch(&mut batch, program, &buffers, &launch.vars).map_err(|e| self.runtime(e))?;
         }
@@ -134,5 +153,51 @@ impl Backend for WgpuBackend {
     fn max_buffers(&self) -> usize {
         // one binding is kept for the symbolic variables' values
         (self.device.limits().max_storage_buffers_per_stage as usize).saturating_sub(1)
+    }
+
+    fn fingerprint(&self) -> String {
+        let a = self.device.adapter();
+        format!("wgpu {} ({}, {:?}) driver {}", a.name, a.backend, a.kind, a.driver)
+    }
+
+    fn compile_once(&self, program: &Program) -> Result<CompiledProgram, EngineError> {
+        let gpu = self.device.compile_uncached(program).map_err(|e| self.runtime(e))?;
+        Ok(CompiledProgram { program: Arc::new(program.clone()), raw: Arc::new(gpu) })
+    }
+
+    fn time_launch(
+        &self,
+        launch: &Launch<'_>,
+        max_workgroups: Option<usize>,
+    ) -> Result<Duration, EngineError> {
+        let grid = launch.program.program.global_size;
+        let (part, scale) = max_workgroups.map_or((grid, 1.0), |max| sample_grid(grid, max));
+        let buffers = launch.buffers.iter().map(|b| buffer(b)).collect::<Result<Vec<_>, _>>()?;
+        let mut batch = self.device.batch();
+        self.device
+            .launch_part(&mut batch, gpu_program(launch)?, &buffers, &launch.vars, part)
+            .map_err(|e| self.runtime(e))?;
+        let start = Instant::now();
+        let times = self.device.run_timed(batch).map_err(|e| self.runtime(e))?;
+        let time = times.into_iter().next().flatten().unwrap_or_else(|| start.elapsed());
+        Ok(time.mul_f64(scale))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sample_grid;
+
+    #[test]
+    fn sample_grids_halve_the_last_large_dimension_first() {
+        assert_eq!(sample_grid([64, 32, 1], 65536), ([64, 32, 1], 1.0));
+        assert_eq!(sample_grid([1 << 20, 1, 1], 65536), ([65536, 1, 1], 16.0));
+        assert_eq!(sample_grid([4096, 4096, 1], 65536), ([4096, 16, 1], 256.0));
+        assert_eq!(sample_grid([4096, 64, 3], 1024), ([16, 16, 3], 1024.0));
+        // nothing over 16 is left to halve
+        assert_eq!(sample_grid([16, 16, 16], 100), ([16, 16, 16], 1.0));
+        let (part, scale) = sample_grid([100_001, 1, 1], 65536);
+        assert_eq!(part, [50_000, 1, 1]);
+        assert!((scale - 100_001.0 / 50_000.0).abs() < 1e-12);
     }
 }

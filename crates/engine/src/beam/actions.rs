@@ -1,0 +1,76 @@
+//! The moves of a BEAM search: tinygrad's action list, and every kernel one legal action away
+//! from a given one.
+//!
+//! The list is a table of (op, amounts, axes); an op that `Kernel::apply_opt` learns later
+//! (TC) joins by adding a row. Actions `apply_opt` refuses on a kernel are simply not taken.
+
+use std::sync::LazyLock;
+
+use wgrad_codegen::{AxisKind, Kernel, Opt, OptOps};
+
+/// Largest product of upcast and unrolled axes a candidate may have (tinygrad's
+/// `BEAM_UPCAST_MAX`).
+const MAX_UPCAST: i64 = 256;
+/// Largest workgroup (local and grouped axes) a candidate may have (`BEAM_LOCAL_MAX`).
+const MAX_LOCAL: i64 = 1024;
+
+/// (op, amounts, number of axes): every amount on every axis below the number.
+const TABLE: [(OptOps, &[usize], usize); 6] = [
+    (OptOps::Upcast, &[0, 2, 3, 4, 5, 7], 8),
+    (OptOps::Unroll, &[0, 4, 7], 5),
+    (OptOps::Local, &[2, 3, 4, 8, 13, 16, 29], 6),
+    (OptOps::Grouptop, &[13, 16, 28, 29, 32, 49, 64, 256], 3),
+    (OptOps::Group, &[0, 4, 8, 16], 3),
+    (OptOps::Padto, &[32], 7),
+];
+
+/// Every action a search tries, in tinygrad's order: the table, two extra LOCALs, the SWAPs
+/// of the first five global axes, and NOLOCALS.
+pub static ACTIONS: LazyLock<Vec<Opt>> = LazyLock::new(|| {
+    let mut actions: Vec<Opt> = TABLE
+        .iter()
+        .flat_map(|&(op, amounts, axes)| {
+            amounts.iter().flat_map(move |&amt| (0..axes).map(move |axis| Opt::new(op, axis, amt)))
+        })
+        .collect();
+    actions.extend([Opt::new(OptOps::Local, 0, 32), Opt::new(OptOps::Local, 6, 2)]);
+    actions.extend((0..5).flat_map(|a| (a + 1..5).map(move |b| Opt::new(OptOps::Swap, a, b))));
+    actions.push(Opt::nolocals());
+    actions
+});
+
+/// Whether `opt` splits off the whole axis it names while the list also has the same split
+/// by 0 (which means the whole axis): the two give one kernel, so only the 0 is tried.
+fn whole_axis_twice(k: &Kernel, opt: &Opt) -> bool {
+    let whole = Opt { arg: 0, ..*opt };
+    opt.op != OptOps::Swap
+        && k.real_axis(opt).is_some_and(|axis| k.full_shape()[axis] == opt.arg as i64)
+        && ACTIONS.contains(&whole)
+}
+
+/// Whether a candidate's registers and workgroup stay within the search's limits.
+fn within_limits(k: &Kernel) -> bool {
+    let (mut upcast, mut local) = (1, 1);
+    for (kind, size) in k.axis_kinds().into_iter().zip(k.full_shape()) {
+        match kind {
+            AxisKind::Upcast | AxisKind::Unroll => upcast *= size.vmax(),
+            AxisKind::Local | AxisKind::GroupReduce => local *= size.vmax(),
+            AxisKind::Global | AxisKind::Reduce => {}
+        }
+    }
+    upcast <= MAX_UPCAST && local <= MAX_LOCAL
+}
+
+/// Every kernel one action away from `k` that `apply_opt` accepts and that stays within
+/// the limits (upcast <= 256, workgroup <= 1024), in the order of [`ACTIONS`].
+pub fn kernel_actions(k: &Kernel) -> Vec<Kernel> {
+    ACTIONS
+        .iter()
+        .filter(|opt| opt.axis.is_none() || k.real_axis(opt).is_some_and(|axis| axis < k.shape_len()))
+        .filter(|opt| !whole_axis_twice(k, opt))
+        .filter_map(|opt| {
+            let mut next = k.clone();
+            next.apply_opt(*opt).ok().filter(|_| within_limits(&next)).map(|()| next)
+        })
+        .collect()
+}
