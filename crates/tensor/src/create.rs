@@ -42,8 +42,11 @@ impl Tensor {
     }
 
     /// A tensor of `shape` and `dtype` holding `bytes` (little-endian elements, row-major,
-    /// as many as `shape` has).
-    pub(crate) fn from_bytes(bytes: &[u8], dtype: DType, shape: &[usize]) -> Result<Tensor> {
+    /// as many as `shape` has): the fast way in for large host data already laid out so.
+    pub fn from_bytes(bytes: &[u8], dtype: DType, shape: &[usize]) -> Result<Tensor> {
+        if bytes.len() != numel(shape) * dtype.itemsize() {
+            return Err(TensorError::DataLength { len: bytes.len() / dtype.itemsize().max(1), shape: shape.to_vec() });
+        }
         let device = Tensor::default_device()?;
         let buf = upload(&device, dtype, bytes)?;
         Ok(Tensor::from_uop(lazy::reshape(&buf, shape), shape.to_vec(), device))

@@ -1,0 +1,198 @@
+//! A BERT encoder (Devlin et al.), as `transformers`' `BertModel` computes it at inference:
+//! word + token type + position embeddings and a layer norm, then per layer self-attention
+//! over the unpadded keys, a residual layer norm, the feed-forward block and another.
+//!
+//! In float16 the weights and the activations between kernels are halves, and what PyTorch's
+//! half kernels compute in float32 inside is float32 here too: layer norms, the attention
+//! scores and softmax, the activation. Matmuls accumulate in float32 as everywhere in wgrad.
+//!
+//! Word embeddings are gathered on the host: `Tensor::embedding` is a one-hot reduce over the
+//! vocabulary (tinygrad's formulation), which costs `vocab_size` times the output without
+//! tinygrad's codegen rewrite that folds such a reduce into one indexed load.
+
+use std::path::Path;
+
+use wgrad_tensor::nn::{LayerNorm, Linear};
+use wgrad_tensor::{DType, Tensor};
+
+use crate::checkpoint::Weights;
+use crate::config::{Activation, BertConfig, existing};
+use crate::error::{ModelError, Result};
+use crate::tokenizer::TokenBatch;
+
+/// A layer norm over the hidden size from the checkpoint's `name.weight` and `name.bias`,
+/// kept in float32.
+fn layer_norm(weights: &Weights, name: &str, config: &BertConfig) -> Result<LayerNorm> {
+    let h = config.hidden_size;
+    let weight = weights.take(&format!("{name}.weight"), &[h], DType::F32)?;
+    let bias = weights.take(&format!("{name}.bias"), &[h], DType::F32)?;
+    Ok(LayerNorm { normalized_shape: vec![h], weight: Some(weight), bias: Some(bias), eps: config.layer_norm_eps })
+}
+
+/// `norm(x)` computed in float32, the result in `dtype`.
+fn normalized(norm: &LayerNorm, x: &Tensor, dtype: DType) -> Result<Tensor> {
+    Ok(norm.forward(&x.float())?.cast(dtype))
+}
+
+/// A linear layer from the checkpoint's `name.weight` `(out, in)` and `name.bias`.
+fn linear(weights: &Weights, name: &str, out_features: usize, in_features: usize, dtype: DType) -> Result<Linear> {
+    let (weight, bias) = weights.linear(name, out_features, in_features, dtype)?;
+    Ok(Linear { weight, bias: Some(bias) })
+}
+
+/// One encoder layer.
+struct BertLayer {
+    /// Query, key and value projections as one `(3 hidden, hidden)` layer.
+    qkv: Linear,
+    attention_output: Linear,
+    attention_norm: LayerNorm,
+    intermediate: Linear,
+    output: Linear,
+    output_norm: LayerNorm,
+}
+
+impl BertLayer {
+    fn load(weights: &Weights, i: usize, config: &BertConfig, dtype: DType) -> Result<BertLayer> {
+        let (h, f) = (config.hidden_size, config.intermediate_size);
+        let p = format!("encoder.layer.{i}");
+        let parts = ["query", "key", "value"]
+            .map(|name| weights.linear(&format!("{p}.attention.self.{name}"), h, h, dtype))
+            .into_iter()
+            .collect::<Result<Vec<_>>>()?;
+        let cat = |pick: fn(&(Tensor, Tensor)) -> &Tensor| -> Result<Tensor> {
+            let t = Tensor::cat(&parts.iter().map(pick).collect::<Vec<_>>(), 0)?.contiguous();
+            t.realize()?;
+            Ok(t)
+        };
+        Ok(BertLayer {
+            qkv: Linear { weight: cat(|(w, _)| w)?, bias: Some(cat(|(_, b)| b)?) },
+            attention_output: linear(weights, &format!("{p}.attention.output.dense"), h, h, dtype)?,
+            attention_norm: layer_norm(weights, &format!("{p}.attention.output.LayerNorm"), config)?,
+            intermediate: linear(weights, &format!("{p}.intermediate.dense"), f, h, dtype)?,
+            output: linear(weights, &format!("{p}.output.dense"), h, f, dtype)?,
+            output_norm: layer_norm(weights, &format!("{p}.output.LayerNorm"), config)?,
+        })
+    }
+
+    /// The layer on `x` `(batch, seq, hidden)`, attending only where `keys` `(batch, 1, 1, seq)`
+    /// is true.
+    fn forward(&self, x: &Tensor, keys: &Tensor, config: &BertConfig) -> Result<Tensor> {
+        let (b, s, dtype) = (x.shape()[0] as isize, x.shape()[1] as isize, x.dtype());
+        let (heads, h) = (config.num_attention_heads as isize, config.hidden_size as isize);
+        let qkv = self.qkv.forward(x)?.split(&[h as usize; 3], -1)?;
+        let heads_first = |t: &Tensor| -> Result<Tensor> { Ok(t.reshape(&[b, s, heads, h / heads])?.transpose(1, 2)?.float()) };
+        let (q, k, v) = (heads_first(&qkv[0])?, heads_first(&qkv[1])?, heads_first(&qkv[2])?);
+        let context = q.scaled_dot_product_attention(&k, &v, Some(keys), false)?;
+        let context = context.cast(dtype).transpose(1, 2)?.reshape(&[b, s, h])?;
+        let attended = self.attention_output.forward(&context)?.float().add(x.float())?;
+        let x = normalized(&self.attention_norm, &attended, dtype)?;
+        let inner = self.intermediate.forward(&x)?.float();
+        let inner = match config.hidden_act {
+            Activation::Gelu => inner.mul(&inner.mul(std::f64::consts::FRAC_1_SQRT_2)?.erf().add(1.0)?)?.mul(0.5)?,
+            Activation::GeluTanh => inner.gelu(),
+            Activation::Relu => inner.relu(),
+        };
+        let out = self.output.forward(&inner.cast(dtype))?.float().add(x.float())?;
+        normalized(&self.output_norm, &out, dtype)
+    }
+}
+
+/// A BERT encoder loaded from a Hugging Face checkpoint directory (`config.json`,
+/// `model.safetensors`).
+pub struct BertModel {
+    /// The encoder's shape.
+    pub config: BertConfig,
+    dtype: DType,
+    /// The word embedding table `(vocab, hidden)` as little-endian float32 bytes, on the host.
+    word_table: Vec<u8>,
+    token_types: Tensor,
+    positions: Tensor,
+    embeddings_norm: LayerNorm,
+    layers: Vec<BertLayer>,
+}
+
+impl BertModel {
+    /// Loads the encoder of `dir` with its weights in `dtype` (float32 or float16) on the
+    /// default device.
+    pub fn load(dir: &Path, dtype: DType) -> Result<BertModel> {
+        if !matches!(dtype, DType::F32 | DType::F16) {
+            return Err(ModelError::Input(format!("BERT runs in float32 or float16, not {}", dtype.name())));
+        }
+        let config = BertConfig::from_file(&existing(dir, "config.json")?)?;
+        let weights = Weights::load(dir)?;
+        BertModel::from_weights(config, &weights, dtype)
+    }
+
+    /// The encoder of `config` with the weights named as `transformers` names them.
+    pub fn from_weights(config: BertConfig, weights: &Weights, dtype: DType) -> Result<BertModel> {
+        let h = config.hidden_size;
+        let words = weights.take("embeddings.word_embeddings.weight", &[config.vocab_size, h], DType::F32)?;
+        let word_table = words.to_vec::<f32>()?.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let token_types = weights.take("embeddings.token_type_embeddings.weight", &[config.type_vocab_size, h], DType::F32)?;
+        let positions =
+            weights.take("embeddings.position_embeddings.weight", &[config.max_position_embeddings, h], DType::F32)?;
+        let embeddings_norm = layer_norm(weights, "embeddings.LayerNorm", &config)?;
+        let layers = (0..config.num_hidden_layers)
+            .map(|i| BertLayer::load(weights, i, &config, dtype))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(BertModel { config, dtype, word_table, token_types, positions, embeddings_norm, layers })
+    }
+
+    /// The dtype of the weights and hidden states.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Checks that `batch` fits the model: ids in the vocabularies, not longer than the
+    /// position table, not empty.
+    fn check(&self, batch: &TokenBatch) -> Result<()> {
+        let c = &self.config;
+        if batch.batch == 0 || batch.seq_len == 0 {
+            return Err(ModelError::Input("an empty batch".into()));
+        }
+        if batch.seq_len > c.max_position_embeddings {
+            let why = format!("{} tokens, more than the {} positions the model has", batch.seq_len, c.max_position_embeddings);
+            return Err(ModelError::Input(why));
+        }
+        let n = batch.batch * batch.seq_len;
+        if batch.ids.len() != n || batch.type_ids.len() != n || batch.mask.len() != n {
+            return Err(ModelError::Input(format!("a batch of {} x {} with lists of other lengths", batch.batch, batch.seq_len)));
+        }
+        if let Some(&id) = batch.ids.iter().find(|&&id| id as usize >= c.vocab_size) {
+            return Err(ModelError::Input(format!("token id {id} outside the vocabulary of {}", c.vocab_size)));
+        }
+        if let Some(&id) = batch.type_ids.iter().find(|&&id| id as usize >= c.type_vocab_size) {
+            return Err(ModelError::Input(format!("token type {id} outside the {} types", c.type_vocab_size)));
+        }
+        Ok(())
+    }
+
+    /// The word + token type + position embeddings of `batch`, layer-normed: `(batch, seq,
+    /// hidden)` in the model's dtype.
+    fn embed(&self, batch: &TokenBatch) -> Result<Tensor> {
+        let (b, s, h) = (batch.batch, batch.seq_len, self.config.hidden_size);
+        let row = h * 4;
+        let mut words = Vec::with_capacity(b * s * row);
+        for &id in &batch.ids {
+            words.extend_from_slice(&self.word_table[id as usize * row..][..row]);
+        }
+        let words = Tensor::from_bytes(&words, DType::F32, &[b, s, h])?;
+        let types: Vec<i32> = batch.type_ids.iter().map(|&t| t as i32).collect();
+        let types = Tensor::from_slice(&types, &[b, s])?.embedding(&self.token_types)?;
+        let positions = self.positions.shrink(&[(0, s), (0, h)])?;
+        normalized(&self.embeddings_norm, &words.add(&types)?.add(&positions)?, self.dtype)
+    }
+
+    /// The last hidden states of `batch`: `(batch, seq, hidden)` in the model's dtype (padding
+    /// positions hold values too; pool with the mask).
+    pub fn forward(&self, batch: &TokenBatch) -> Result<Tensor> {
+        self.check(batch)?;
+        let mask: Vec<bool> = batch.mask.iter().map(|&m| m != 0).collect();
+        let keys = Tensor::from_slice(&mask, &[batch.batch, 1, 1, batch.seq_len])?;
+        let mut x = self.embed(batch)?;
+        for layer in &self.layers {
+            x = layer.forward(&x, &keys, &self.config)?;
+        }
+        Ok(x)
+    }
+}

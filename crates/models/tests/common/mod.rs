@@ -1,0 +1,31 @@
+//! Shared by the MiniLM tests: where the model is, and the reference files.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+/// The all-MiniLM-L6-v2 directory (`WGRAD_MINILM_DIR`, else `cargo xtask setup --models`'s
+/// place), or `None` with a printed note when it is not there. With `CI=true` a missing model
+/// fails the test: CI fetches it, so its absence is a broken setup, never a reason to skip.
+pub fn model_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("WGRAD_MINILM_DIR").map(PathBuf::from).or_else(wgrad_models::default_model_dir);
+    if let Some(dir) = dir.filter(|d| d.join("model.safetensors").is_file()) {
+        return Some(dir);
+    }
+    let note = "all-MiniLM-L6-v2 is not downloaded: run `cargo xtask setup --models` (or set WGRAD_MINILM_DIR)";
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true and {note}");
+    eprintln!("skipped: {note}");
+    None
+}
+
+/// `tests/fixtures/minilm/<name>`, parsed.
+pub fn fixture(name: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/minilm").join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The 16 test sentences.
+pub fn sentences() -> Vec<String> {
+    serde_json::from_value(fixture("sentences.json")).expect("a list of strings")
+}
