@@ -32,3 +32,8 @@ fn check(dtype: DType, file: &str, atol: f32) {
 fn f32_embeddings_match_the_reference() {
     check(DType::F32, "embeddings_f32.json", 1e-4);
 }
+
+#[test]
+fn f16_embeddings_match_the_reference() {
+    check(DType::F16, "embeddings_f16.json", 2e-3);
+}

@@ -1,0 +1,88 @@
+//! `embed --bench`: the issue's MiniLM targets, measured as a user meets them.
+//!
+//! - Throughput: a batch of 128 texts of 128 tokens each (token ids on the host) to 128
+//!   embeddings on the host: sentences per second, float32 and float16.
+//! - Latency: one 16-token sentence from its text (tokenize, run, read back), float32 and
+//!   float16.
+//!
+//! Each figure is the median of `iters` timed runs after two warm-up runs (which compile the
+//! kernels). `crates/models/bench/minilm_torch.py` measures PyTorch the same way.
+
+use std::error::Error;
+use std::path::Path;
+use std::time::Instant;
+
+use wgrad_models::{SentenceEmbedder, TokenBatch};
+use wgrad_tensor::{DType, Tensor};
+
+/// A text of more than 128 tokens whose ids fill the throughput batch.
+const PARAGRAPH: &str = "The history of the printing press begins in the fifteenth century, when Johannes \
+    Gutenberg combined movable metal type, oil-based inks and a wooden screw press into a system that \
+    could produce books far faster than scribes. Within fifty years, presses were operating in more \
+    than two hundred cities across Europe, and millions of volumes had been printed. The consequences \
+    were enormous: literacy spread, scientific results could be shared and checked, and pamphlets \
+    reached audiences that no preacher could address in person.";
+
+/// A sentence of 14 word pieces: 16 tokens with `[CLS]` and `[SEP]`.
+const SHORT: &str = "The quick brown fox jumps over the lazy dog near the quiet river.";
+
+const BATCH: usize = 128;
+const TOKENS: usize = 128;
+
+/// `batch` rows of `len` tokens: `[CLS]`, a different rotation of the paragraph's word pieces
+/// per row, `[SEP]`.
+fn token_batch(model: &SentenceEmbedder, batch: usize, len: usize) -> Result<TokenBatch, Box<dyn Error>> {
+    let encoded = model.tokenizer().encode_batch(&[PARAGRAPH])?;
+    let ids = encoded.ids_of(0);
+    let (cls, body, sep) = (ids[0], &ids[1..ids.len() - 1], ids[ids.len() - 1]);
+    if body.len() < len - 2 {
+        return Err(format!("the paragraph has {} word pieces, fewer than {}", body.len(), len - 2).into());
+    }
+    let mut out = TokenBatch { ids: vec![], type_ids: vec![0; batch * len], mask: vec![1; batch * len], batch, seq_len: len };
+    for row in 0..batch {
+        out.ids.push(cls);
+        out.ids.extend((0..len - 2).map(|j| body[(row + j) % body.len()]));
+        out.ids.push(sep);
+    }
+    Ok(out)
+}
+
+/// The median of `iters` timings of `f` in milliseconds, after two untimed runs.
+fn median_ms(iters: usize, mut f: impl FnMut() -> Result<(), Box<dyn Error>>) -> Result<f64, Box<dyn Error>> {
+    f()?;
+    f()?;
+    let mut times = vec![];
+    for _ in 0..iters {
+        let start = Instant::now();
+        f()?;
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+/// Reads `embeddings` back to the host as float32: the end of every timed run.
+fn read_back(embeddings: Tensor) -> Result<(), Box<dyn Error>> {
+    embeddings.cast(DType::F32).to_vec::<f32>()?;
+    Ok(())
+}
+
+/// Runs the benchmark on the model in `dir` and prints its table.
+pub fn run(dir: &Path, iters: usize) -> Result<(), Box<dyn Error>> {
+    let mut rows = vec![];
+    for (dtype, name) in [(DType::F32, "f32"), (DType::F16, "f16")] {
+        let model = SentenceEmbedder::load(dir, dtype)?;
+        let batch = token_batch(&model, BATCH, TOKENS)?;
+        let ms = median_ms(iters, || read_back(model.embed_tokens(&batch)?))?;
+        let per_s = BATCH as f64 / ms * 1e3;
+        rows.push(format!("| batch {BATCH} x {TOKENS} tokens, ids to embeddings | {name} | {ms:.2} ms | {per_s:.0} sentences/s |"));
+        let short = model.tokenizer().encode_batch(&[SHORT])?.seq_len;
+        let ms = median_ms(iters, || read_back(model.embed(&[SHORT])?))?;
+        rows.push(format!("| one {short}-token sentence, text to embedding | {name} | {ms:.3} ms | {:.0} sentences/s |", 1e3 / ms));
+        eprintln!("{name} done");
+    }
+    println!("MiniLM-L6 (all-MiniLM-L6-v2) on {}, median of {iters} runs", Tensor::default_device()?);
+    println!("| workload | dtype | time | throughput |\n| --- | --- | --- | --- |");
+    rows.iter().for_each(|r| println!("{r}"));
+    Ok(())
+}
