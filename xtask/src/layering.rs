@@ -6,7 +6,7 @@ use serde_json::Value;
 /// The stages bottom-up; entries sharing a floor number are peers that may not depend on each other.
 /// `wgrad-derive` is a proc-macro leaf: the code it generates names wgrad-tensor's items, but
 /// the crate itself depends on no wgrad crate.
-const FLOORS: [(&str, u32); 11] = [
+const FLOORS: [(&str, u32); 12] = [
     ("wgrad-derive", 0),
     ("wgrad-dtype", 0),
     ("wgrad-shape", 1),
@@ -17,6 +17,7 @@ const FLOORS: [(&str, u32); 11] = [
     ("wgrad-runtime-wgpu", 5),
     ("wgrad-engine", 6),
     ("wgrad-tensor", 7),
+    ("wgrad-models", 8),
     ("wgrad-conformance", 8),
 ];
 

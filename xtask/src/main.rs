@@ -1,4 +1,4 @@
-//! Project tasks: `cargo xtask test-all | bench | fuzz | lines | layering | setup`.
+//! Project tasks: `cargo xtask test-all | bench | fuzz | lines | layering | setup [--models]`.
 
 #![allow(clippy::print_stdout)]
 
@@ -6,6 +6,7 @@ mod bench;
 mod fuzz;
 mod layering;
 mod lines;
+mod models;
 mod setup;
 mod test_all;
 
@@ -20,7 +21,8 @@ commands:
              [--graphs N] [--seed S] [--max-ops M] [--workers W]
   lines      lines of library Rust per crate (no tests, comments or blank lines)
   layering   check that no wgrad crate depends on a crate above it
-  setup      install what the tests need (the lavapipe software Vulkan driver)";
+  setup      install what the tests need (the lavapipe software Vulkan driver);
+             with --models also fetch all-MiniLM-L6-v2 into the user's cache directory";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -30,7 +32,14 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("lines") => lines::run(),
         Some("layering") => layering::run(),
-        Some("setup") => setup::run(),
+        Some("setup") => match &args[1..] {
+            [] => setup::run(),
+            [flag] if flag == "--models" => setup::run() & models::run(),
+            _ => {
+                eprintln!("{USAGE}");
+                false
+            }
+        },
         _ => {
             eprintln!("{USAGE}");
             false

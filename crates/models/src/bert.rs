@@ -26,7 +26,12 @@ fn layer_norm(weights: &Weights, name: &str, config: &BertConfig) -> Result<Laye
     let h = config.hidden_size;
     let weight = weights.take(&format!("{name}.weight"), &[h], DType::F32)?;
     let bias = weights.take(&format!("{name}.bias"), &[h], DType::F32)?;
-    Ok(LayerNorm { normalized_shape: vec![h], weight: Some(weight), bias: Some(bias), eps: config.layer_norm_eps })
+    Ok(LayerNorm {
+        normalized_shape: vec![h],
+        weight: Some(weight),
+        bias: Some(bias),
+        eps: config.layer_norm_eps,
+    })
 }
 
 /// `norm(x)` computed in float32, the result in `dtype`.
@@ -35,7 +40,13 @@ fn normalized(norm: &LayerNorm, x: &Tensor, dtype: DType) -> Result<Tensor> {
 }
 
 /// A linear layer from the checkpoint's `name.weight` `(out, in)` and `name.bias`.
-fn linear(weights: &Weights, name: &str, out_features: usize, in_features: usize, dtype: DType) -> Result<Linear> {
+fn linear(
+    weights: &Weights,
+    name: &str,
+    out_features: usize,
+    in_features: usize,
+    dtype: DType,
+) -> Result<Linear> {
     let (weight, bias) = weights.linear(name, out_features, in_features, dtype)?;
     Ok(Linear { weight, bias: Some(bias) })
 }
@@ -80,7 +91,9 @@ impl BertLayer {
         let (b, s, dtype) = (x.shape()[0] as isize, x.shape()[1] as isize, x.dtype());
         let (heads, h) = (config.num_attention_heads as isize, config.hidden_size as isize);
         let qkv = self.qkv.forward(x)?.split(&[h as usize; 3], -1)?;
-        let heads_first = |t: &Tensor| -> Result<Tensor> { Ok(t.reshape(&[b, s, heads, h / heads])?.transpose(1, 2)?.float()) };
+        let heads_first = |t: &Tensor| -> Result<Tensor> {
+            Ok(t.reshape(&[b, s, heads, h / heads])?.transpose(1, 2)?.float())
+        };
         let (q, k, v) = (heads_first(&qkv[0])?, heads_first(&qkv[1])?, heads_first(&qkv[2])?);
         let context = q.scaled_dot_product_attention(&k, &v, Some(keys), false)?;
         let context = context.cast(dtype).transpose(1, 2)?.reshape(&[b, s, h])?;
@@ -88,7 +101,9 @@ impl BertLayer {
         let x = normalized(&self.attention_norm, &attended, dtype)?;
         let inner = self.intermediate.forward(&x)?.float();
         let inner = match config.hidden_act {
-            Activation::Gelu => inner.mul(&inner.mul(std::f64::consts::FRAC_1_SQRT_2)?.erf().add(1.0)?)?.mul(0.5)?,
+            Activation::Gelu => {
+                inner.mul(&inner.mul(std::f64::consts::FRAC_1_SQRT_2)?.erf().add(1.0)?)?.mul(0.5)?
+            }
             Activation::GeluTanh => inner.gelu(),
             Activation::Relu => inner.relu(),
         };
@@ -128,9 +143,16 @@ impl BertModel {
         let h = config.hidden_size;
         let words = weights.take("embeddings.word_embeddings.weight", &[config.vocab_size, h], DType::F32)?;
         let word_table = words.to_vec::<f32>()?.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let token_types = weights.take("embeddings.token_type_embeddings.weight", &[config.type_vocab_size, h], DType::F32)?;
-        let positions =
-            weights.take("embeddings.position_embeddings.weight", &[config.max_position_embeddings, h], DType::F32)?;
+        let token_types = weights.take(
+            "embeddings.token_type_embeddings.weight",
+            &[config.type_vocab_size, h],
+            DType::F32,
+        )?;
+        let positions = weights.take(
+            "embeddings.position_embeddings.weight",
+            &[config.max_position_embeddings, h],
+            DType::F32,
+        )?;
         let embeddings_norm = layer_norm(weights, "embeddings.LayerNorm", &config)?;
         let layers = (0..config.num_hidden_layers)
             .map(|i| BertLayer::load(weights, i, &config, dtype))
@@ -151,18 +173,30 @@ impl BertModel {
             return Err(ModelError::Input("an empty batch".into()));
         }
         if batch.seq_len > c.max_position_embeddings {
-            let why = format!("{} tokens, more than the {} positions the model has", batch.seq_len, c.max_position_embeddings);
+            let why = format!(
+                "{} tokens, more than the {} positions the model has",
+                batch.seq_len, c.max_position_embeddings
+            );
             return Err(ModelError::Input(why));
         }
         let n = batch.batch * batch.seq_len;
         if batch.ids.len() != n || batch.type_ids.len() != n || batch.mask.len() != n {
-            return Err(ModelError::Input(format!("a batch of {} x {} with lists of other lengths", batch.batch, batch.seq_len)));
+            return Err(ModelError::Input(format!(
+                "a batch of {} x {} with lists of other lengths",
+                batch.batch, batch.seq_len
+            )));
         }
         if let Some(&id) = batch.ids.iter().find(|&&id| id as usize >= c.vocab_size) {
-            return Err(ModelError::Input(format!("token id {id} outside the vocabulary of {}", c.vocab_size)));
+            return Err(ModelError::Input(format!(
+                "token id {id} outside the vocabulary of {}",
+                c.vocab_size
+            )));
         }
         if let Some(&id) = batch.type_ids.iter().find(|&&id| id as usize >= c.type_vocab_size) {
-            return Err(ModelError::Input(format!("token type {id} outside the {} types", c.type_vocab_size)));
+            return Err(ModelError::Input(format!(
+                "token type {id} outside the {} types",
+                c.type_vocab_size
+            )));
         }
         Ok(())
     }

@@ -54,7 +54,13 @@ impl Weights {
     }
 
     /// The `(out, in)` weight and `(out,)` bias of a linear layer `name`.
-    pub fn linear(&self, name: &str, out_features: usize, in_features: usize, dtype: DType) -> Result<(Tensor, Tensor)> {
+    pub fn linear(
+        &self,
+        name: &str,
+        out_features: usize,
+        in_features: usize,
+        dtype: DType,
+    ) -> Result<(Tensor, Tensor)> {
         let weight = self.take(&format!("{name}.weight"), &[out_features, in_features], dtype)?;
         let bias = self.take(&format!("{name}.bias"), &[out_features], dtype)?;
         Ok((weight, bias))

@@ -25,9 +25,15 @@ pub(crate) fn existing(dir: &Path, name: &str) -> Result<PathBuf> {
 
 /// A config struct `T` read from `path`, with the fields `T` does not declare (gathered in its
 /// flattened `rest`) checked against `ignored`.
-fn read_strict<T: DeserializeOwned>(path: &Path, ignored: &[&str], rest: impl Fn(&T) -> &Map<String, Value>) -> Result<T> {
-    let text = std::fs::read_to_string(path).map_err(|source| ModelError::Io { path: path.to_path_buf(), source })?;
-    let config: T = serde_json::from_str(&text).map_err(|source| ModelError::Json { path: path.to_path_buf(), source })?;
+fn read_strict<T: DeserializeOwned>(
+    path: &Path,
+    ignored: &[&str],
+    rest: impl Fn(&T) -> &Map<String, Value>,
+) -> Result<T> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| ModelError::Io { path: path.to_path_buf(), source })?;
+    let config: T = serde_json::from_str(&text)
+        .map_err(|source| ModelError::Json { path: path.to_path_buf(), source })?;
     known_fields(path, rest(&config), ignored)?;
     Ok(config)
 }
@@ -154,7 +160,14 @@ impl BertConfig {
             "gelu" => Activation::Gelu,
             "gelu_new" | "gelu_pytorch_tanh" => Activation::GeluTanh,
             "relu" => Activation::Relu,
-            other => return Err(unsupported(path, "hidden_act", other, "gelu, gelu_new, gelu_pytorch_tanh or relu")),
+            other => {
+                return Err(unsupported(
+                    path,
+                    "hidden_act",
+                    other,
+                    "gelu, gelu_new, gelu_pytorch_tanh or relu",
+                ));
+            }
         };
         if file.num_attention_heads == 0 || file.hidden_size % file.num_attention_heads != 0 {
             let why = format!("a divisor of hidden_size {}", file.hidden_size);
@@ -264,8 +277,8 @@ impl SentenceConfig {
         let modules_path = existing(dir, "modules.json")?;
         let text = std::fs::read_to_string(&modules_path)
             .map_err(|source| ModelError::Io { path: modules_path.clone(), source })?;
-        let modules: Vec<ModuleEntry> =
-            serde_json::from_str(&text).map_err(|source| ModelError::Json { path: modules_path.clone(), source })?;
+        let modules: Vec<ModuleEntry> = serde_json::from_str(&text)
+            .map_err(|source| ModelError::Json { path: modules_path.clone(), source })?;
         for module in &modules {
             known_fields(&modules_path, &module.rest, &MODULE_IGNORED)?;
         }
@@ -281,13 +294,19 @@ impl SentenceConfig {
         let st_path = existing(dir, "sentence_bert_config.json")?;
         let st: SentenceBertConfigFile = read_strict(&st_path, &[], |c: &SentenceBertConfigFile| &c.rest)?;
         let pool_path = existing(&dir.join(&modules[1].path), "config.json")?;
-        let pool: PoolingConfigFile = read_strict(&pool_path, &POOLING_IGNORED, |c: &PoolingConfigFile| &c.rest)?;
+        let pool: PoolingConfigFile =
+            read_strict(&pool_path, &POOLING_IGNORED, |c: &PoolingConfigFile| &c.rest)?;
         for (field, on) in [
             ("pooling_mode_weightedmean_tokens", pool.pooling_mode_weightedmean_tokens),
             ("pooling_mode_lasttoken", pool.pooling_mode_lasttoken),
         ] {
             if on {
-                return Err(unsupported(&pool_path, field, true, "the modes cls, max, mean and mean_sqrt_len"));
+                return Err(unsupported(
+                    &pool_path,
+                    field,
+                    true,
+                    "the modes cls, max, mean and mean_sqrt_len",
+                ));
             }
         }
         let pooling = Pooling {
@@ -297,7 +316,12 @@ impl SentenceConfig {
             mean_sqrt_len: pool.pooling_mode_mean_sqrt_len_tokens,
         };
         if pooling == Pooling::default() {
-            return Err(unsupported(&pool_path, "pooling_mode_mean_tokens", false, "at least one pooling mode"));
+            return Err(unsupported(
+                &pool_path,
+                "pooling_mode_mean_tokens",
+                false,
+                "at least one pooling mode",
+            ));
         }
         Ok(SentenceConfig {
             max_seq_length: st.max_seq_length,

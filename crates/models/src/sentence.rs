@@ -74,7 +74,11 @@ impl SentenceEmbedder {
     /// `dtype` (float32 or float16) on the default device.
     pub fn load(dir: &Path, dtype: DType) -> Result<SentenceEmbedder> {
         let config = SentenceConfig::from_dir(dir)?;
-        let tokenizer = Tokenizer::from_file(&existing(dir, "tokenizer.json")?, config.max_seq_length, config.do_lower_case)?;
+        let tokenizer = Tokenizer::from_file(
+            &existing(dir, "tokenizer.json")?,
+            config.max_seq_length,
+            config.do_lower_case,
+        )?;
         let bert = BertModel::load(dir, dtype)?;
         if config.word_embedding_dimension != bert.config.hidden_size {
             let why = format!(

@@ -44,14 +44,19 @@ impl Tokenizer {
     /// lowercased first if `lowercase` (sentence-transformers' `do_lower_case`, which acts
     /// before the tokenizer's own normalizer).
     pub fn from_file(path: &Path, max_length: usize, lowercase: bool) -> Result<Tokenizer> {
-        let error = |e: tokenizers::Error| ModelError::Tokenizer { path: path.to_path_buf(), message: e.to_string() };
+        let error =
+            |e: tokenizers::Error| ModelError::Tokenizer { path: path.to_path_buf(), message: e.to_string() };
         if !path.is_file() {
             return Err(ModelError::MissingFile { path: path.to_path_buf() });
         }
         let mut inner = tokenizers::Tokenizer::from_file(path).map_err(error)?;
-        let truncation = TruncationParams { max_length, strategy: TruncationStrategy::LongestFirst, ..Default::default() };
+        let truncation =
+            TruncationParams { max_length, strategy: TruncationStrategy::LongestFirst, ..Default::default() };
         inner.with_truncation(Some(truncation)).map_err(error)?;
-        let padding = PaddingParams { strategy: PaddingStrategy::BatchLongest, ..inner.get_padding().cloned().unwrap_or_default() };
+        let padding = PaddingParams {
+            strategy: PaddingStrategy::BatchLongest,
+            ..inner.get_padding().cloned().unwrap_or_default()
+        };
         inner.with_padding(Some(padding));
         Ok(Tokenizer { inner, path: path.to_path_buf(), lowercase })
     }
@@ -59,12 +64,14 @@ impl Tokenizer {
     /// The ids of `texts`, each with its special tokens (`[CLS] .. [SEP]`), padded to the
     /// longest.
     pub fn encode_batch(&self, texts: &[&str]) -> Result<TokenBatch> {
-        let error = |e: tokenizers::Error| ModelError::Tokenizer { path: self.path.clone(), message: e.to_string() };
+        let error =
+            |e: tokenizers::Error| ModelError::Tokenizer { path: self.path.clone(), message: e.to_string() };
         let texts: Vec<String> =
             texts.iter().map(|t| if self.lowercase { t.to_lowercase() } else { t.to_string() }).collect();
         let encodings = self.inner.encode_batch(texts, true).map_err(error)?;
         let seq_len = encodings.first().map_or(0, |e| e.len());
-        let mut batch = TokenBatch { ids: vec![], type_ids: vec![], mask: vec![], batch: encodings.len(), seq_len };
+        let mut batch =
+            TokenBatch { ids: vec![], type_ids: vec![], mask: vec![], batch: encodings.len(), seq_len };
         for e in &encodings {
             batch.ids.extend_from_slice(e.get_ids());
             batch.type_ids.extend_from_slice(e.get_type_ids());

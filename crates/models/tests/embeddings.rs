@@ -24,7 +24,12 @@ fn check(dtype: DType, file: &str, atol: f32) {
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         let worst = g.iter().zip(w).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
         eprintln!("{i}: {worst}");
-        assert!(worst <= atol, "sentence {i} {:?}: off by {worst} > {atol} from {}", texts[i], reference["source"]);
+        assert!(
+            worst <= atol,
+            "sentence {i} {:?}: off by {worst} > {atol} from {}",
+            texts[i],
+            reference["source"]
+        );
     }
 }
 

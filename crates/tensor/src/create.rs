@@ -45,7 +45,10 @@ impl Tensor {
     /// as many as `shape` has): the fast way in for large host data already laid out so.
     pub fn from_bytes(bytes: &[u8], dtype: DType, shape: &[usize]) -> Result<Tensor> {
         if bytes.len() != numel(shape) * dtype.itemsize() {
-            return Err(TensorError::DataLength { len: bytes.len() / dtype.itemsize().max(1), shape: shape.to_vec() });
+            return Err(TensorError::DataLength {
+                len: bytes.len() / dtype.itemsize().max(1),
+                shape: shape.to_vec(),
+            });
         }
         let device = Tensor::default_device()?;
         let buf = upload(&device, dtype, bytes)?;

@@ -38,7 +38,13 @@ fn token_batch(model: &SentenceEmbedder, batch: usize, len: usize) -> Result<Tok
     if body.len() < len - 2 {
         return Err(format!("the paragraph has {} word pieces, fewer than {}", body.len(), len - 2).into());
     }
-    let mut out = TokenBatch { ids: vec![], type_ids: vec![0; batch * len], mask: vec![1; batch * len], batch, seq_len: len };
+    let mut out = TokenBatch {
+        ids: vec![],
+        type_ids: vec![0; batch * len],
+        mask: vec![1; batch * len],
+        batch,
+        seq_len: len,
+    };
     for row in 0..batch {
         out.ids.push(cls);
         out.ids.extend((0..len - 2).map(|j| body[(row + j) % body.len()]));
@@ -78,7 +84,10 @@ pub fn run(dir: &Path, iters: usize) -> Result<(), Box<dyn Error>> {
         rows.push(format!("| batch {BATCH} x {TOKENS} tokens, ids to embeddings | {name} | {ms:.2} ms | {per_s:.0} sentences/s |"));
         let short = model.tokenizer().encode_batch(&[SHORT])?.seq_len;
         let ms = median_ms(iters, || read_back(model.embed(&[SHORT])?))?;
-        rows.push(format!("| one {short}-token sentence, text to embedding | {name} | {ms:.3} ms | {:.0} sentences/s |", 1e3 / ms));
+        rows.push(format!(
+            "| one {short}-token sentence, text to embedding | {name} | {ms:.3} ms | {:.0} sentences/s |",
+            1e3 / ms
+        ));
         eprintln!("{name} done");
     }
     println!("MiniLM-L6 (all-MiniLM-L6-v2) on {}, median of {iters} runs", Tensor::default_device()?);

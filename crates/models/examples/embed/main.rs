@@ -43,8 +43,16 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args =
-        Args { model: None, dtype: DType::F32, json: false, bench: false, iters: 20, top: 5, search: None, texts: vec![] };
+    let mut args = Args {
+        model: None,
+        dtype: DType::F32,
+        json: false,
+        bench: false,
+        iters: 20,
+        top: 5,
+        search: None,
+        texts: vec![],
+    };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"));
@@ -56,7 +64,9 @@ fn parse_args() -> Result<Args, String> {
             "--bench" => args.bench = true,
             "--iters" => args.iters = number(value()?)?.max(1),
             "--top" => args.top = number(value()?)?,
-            "search" if args.search.is_none() && args.texts.is_empty() => args.search = Some(PathBuf::from(value()?)),
+            "search" if args.search.is_none() && args.texts.is_empty() => {
+                args.search = Some(PathBuf::from(value()?))
+            }
             flag if flag.starts_with("--") => return Err(format!("unknown flag {flag}\n{USAGE}")),
             _ => args.texts.push(arg),
         }
@@ -75,7 +85,10 @@ fn model_dir(args: &Args) -> Result<PathBuf, String> {
     let dir = default_model_dir().ok_or("no home directory to find the model in; pass --model DIR")?;
     match dir.is_dir() {
         true => Ok(dir),
-        false => Err(format!("{} does not exist: run `cargo xtask setup --models`, or pass --model DIR", dir.display())),
+        false => Err(format!(
+            "{} does not exist: run `cargo xtask setup --models`, or pass --model DIR",
+            dir.display()
+        )),
     }
 }
 
@@ -88,21 +101,28 @@ fn print_embeddings(texts: &[String], vectors: &[Vec<f32>]) {
     if texts.len() > 1 {
         println!("cosine similarities:");
         for (i, a) in vectors.iter().enumerate() {
-            let row: Vec<String> = vectors.iter().map(|b| format!("{:6.3}", cosine_similarity(a, b))).collect();
+            let row: Vec<String> =
+                vectors.iter().map(|b| format!("{:6.3}", cosine_similarity(a, b))).collect();
             println!("[{i}] {}", row.join(" "));
         }
     }
 }
 
 /// Embeds the lines of `file` once, then answers each query with the `top` closest lines.
-fn search(model: &SentenceEmbedder, file: &PathBuf, top: usize, queries: &[String]) -> Result<(), Box<dyn Error>> {
+fn search(
+    model: &SentenceEmbedder,
+    file: &PathBuf,
+    top: usize,
+    queries: &[String],
+) -> Result<(), Box<dyn Error>> {
     let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     let corpus = model.embed_all(&lines, BATCH)?;
     eprintln!("embedded {} lines of {}", lines.len(), file.display());
     let answer = |query: &str| -> Result<(), Box<dyn Error>> {
         let q = model.embed_all(&[query], 1)?.remove(0);
-        let mut scored: Vec<(f32, &str)> = corpus.iter().map(|v| cosine_similarity(&q, v)).zip(lines.iter().copied()).collect();
+        let mut scored: Vec<(f32, &str)> =
+            corpus.iter().map(|v| cosine_similarity(&q, v)).zip(lines.iter().copied()).collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0));
         println!("query: {query:?}");
         scored.iter().take(top).for_each(|(score, line)| println!("  {score:.4}  {line}"));

@@ -8,11 +8,13 @@ use serde_json::Value;
 /// place), or `None` with a printed note when it is not there. With `CI=true` a missing model
 /// fails the test: CI fetches it, so its absence is a broken setup, never a reason to skip.
 pub fn model_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("WGRAD_MINILM_DIR").map(PathBuf::from).or_else(wgrad_models::default_model_dir);
+    let dir =
+        std::env::var_os("WGRAD_MINILM_DIR").map(PathBuf::from).or_else(wgrad_models::default_model_dir);
     if let Some(dir) = dir.filter(|d| d.join("model.safetensors").is_file()) {
         return Some(dir);
     }
-    let note = "all-MiniLM-L6-v2 is not downloaded: run `cargo xtask setup --models` (or set WGRAD_MINILM_DIR)";
+    let note =
+        "all-MiniLM-L6-v2 is not downloaded: run `cargo xtask setup --models` (or set WGRAD_MINILM_DIR)";
     assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true and {note}");
     eprintln!("skipped: {note}");
     None
