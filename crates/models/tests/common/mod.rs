@@ -31,3 +31,18 @@ pub fn fixture(name: &str) -> Value {
 pub fn sentences() -> Vec<String> {
     serde_json::from_value(fixture("sentences.json")).expect("a list of strings")
 }
+
+/// Whether the model tests can run fast enough here: on wgpu (lavapipe at least). The CPU
+/// interpreter would take many minutes for a BERT forward, so without wgpu they are skipped
+/// with a note, except under `CI=true`, where wgpu must open.
+pub fn on_wgpu() -> bool {
+    let wgpu = matches!(wgrad_tensor::Tensor::default_device(), Ok(wgrad_tensor::DeviceName::Wgpu(_)));
+    assert!(
+        wgpu || std::env::var("CI").as_deref() != Ok("true"),
+        "CI=true but the default device is not wgpu"
+    );
+    if !wgpu {
+        eprintln!("skipped: no wgpu device (install mesa-vulkan-drivers: cargo xtask setup)");
+    }
+    wgpu
+}
