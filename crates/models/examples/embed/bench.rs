@@ -1,7 +1,8 @@
 //! `embed --bench`: the issue's MiniLM targets, measured as a user meets them.
 //!
 //! - Throughput: a batch of 128 texts of 128 tokens each (token ids on the host) to 128
-//!   embeddings on the host: sentences per second, float32 and float16.
+//!   embeddings on the host: sentences per second, float32 and float16 (`--batch`, `--tokens`
+//!   change the shape, for a quick run on a slow device).
 //! - Latency: one 16-token sentence from its text (tokenize, run, read back), float32 and
 //!   float16.
 //!
@@ -26,17 +27,14 @@ const PARAGRAPH: &str = "The history of the printing press begins in the fifteen
 /// A sentence of 14 word pieces: 16 tokens with `[CLS]` and `[SEP]`.
 const SHORT: &str = "The quick brown fox jumps over the lazy dog near the quiet river.";
 
-const BATCH: usize = 128;
-const TOKENS: usize = 128;
-
 /// `batch` rows of `len` tokens: `[CLS]`, a different rotation of the paragraph's word pieces
 /// per row, `[SEP]`.
 fn token_batch(model: &SentenceEmbedder, batch: usize, len: usize) -> Result<TokenBatch, Box<dyn Error>> {
     let encoded = model.tokenizer().encode_batch(&[PARAGRAPH])?;
     let ids = encoded.ids_of(0);
     let (cls, body, sep) = (ids[0], &ids[1..ids.len() - 1], ids[ids.len() - 1]);
-    if body.len() < len - 2 {
-        return Err(format!("the paragraph has {} word pieces, fewer than {}", body.len(), len - 2).into());
+    if len < 2 || body.len() < len - 2 {
+        return Err(format!("--tokens {len}: between 2 and {} for this bench", body.len() + 2).into());
     }
     let mut out = TokenBatch {
         ids: vec![],
@@ -73,15 +71,16 @@ fn read_back(embeddings: Tensor) -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
-/// Runs the benchmark on the model in `dir` and prints its table.
-pub fn run(dir: &Path, iters: usize) -> Result<(), Box<dyn Error>> {
+/// Runs the benchmark on the model in `dir` with batches of `batch` x `tokens` and prints its
+/// table.
+pub fn run(dir: &Path, batch: usize, tokens: usize, iters: usize) -> Result<(), Box<dyn Error>> {
     let mut rows = vec![];
     for (dtype, name) in [(DType::F32, "f32"), (DType::F16, "f16")] {
         let model = SentenceEmbedder::load(dir, dtype)?;
-        let batch = token_batch(&model, BATCH, TOKENS)?;
-        let ms = median_ms(iters, || read_back(model.embed_tokens(&batch)?))?;
-        let per_s = BATCH as f64 / ms * 1e3;
-        rows.push(format!("| batch {BATCH} x {TOKENS} tokens, ids to embeddings | {name} | {ms:.2} ms | {per_s:.0} sentences/s |"));
+        let ids = token_batch(&model, batch, tokens)?;
+        let ms = median_ms(iters, || read_back(model.embed_tokens(&ids)?))?;
+        let per_s = batch as f64 / ms * 1e3;
+        rows.push(format!("| batch {batch} x {tokens} tokens, ids to embeddings | {name} | {ms:.2} ms | {per_s:.0} sentences/s |"));
         let short = model.tokenizer().encode_batch(&[SHORT])?.seq_len;
         let ms = median_ms(iters, || read_back(model.embed(&[SHORT])?))?;
         rows.push(format!(

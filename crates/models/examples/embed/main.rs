@@ -6,8 +6,9 @@
 //!   the sentences; with `--json`, only the full embeddings as a JSON array of arrays on stdout.
 //! - `embed search FILE [--top K] [QUERY...]`: embeds FILE's non-empty lines once, then prints
 //!   the K lines closest to each query (queries from the arguments, else one per stdin line).
-//! - `embed --bench [--iters N]`: sentences/s for a batch of 128 x 128 tokens in float32 and
-//!   float16, and the latency of one 16-token sentence from text (see `bench.rs`).
+//! - `embed --bench [--iters N] [--batch N] [--tokens N]`: sentences/s for a batch of 128 x 128
+//!   tokens in float32 and float16, and the latency of one 16-token sentence from text (see
+//!   `bench.rs`).
 //!
 //! The model directory defaults to where `cargo xtask setup --models` puts it.
 #![allow(clippy::print_stdout)] // an example's job is to print
@@ -23,7 +24,7 @@ use wgrad_tensor::DType;
 
 const USAGE: &str = "usage: embed [--model DIR] [--f16] [--json] SENTENCE...
        embed [--model DIR] [--f16] search FILE [--top K] [QUERY...]
-       embed [--model DIR] --bench [--iters N]";
+       embed [--model DIR] --bench [--iters N] [--batch N] [--tokens N]";
 
 /// Texts embedded per batch.
 const BATCH: usize = 32;
@@ -35,6 +36,9 @@ struct Args {
     json: bool,
     bench: bool,
     iters: usize,
+    /// The bench's batch shape.
+    batch: usize,
+    tokens: usize,
     top: usize,
     /// `search`'s file of lines.
     search: Option<PathBuf>,
@@ -49,6 +53,8 @@ fn parse_args() -> Result<Args, String> {
         json: false,
         bench: false,
         iters: 20,
+        batch: 128,
+        tokens: 128,
         top: 5,
         search: None,
         texts: vec![],
@@ -63,6 +69,8 @@ fn parse_args() -> Result<Args, String> {
             "--json" => args.json = true,
             "--bench" => args.bench = true,
             "--iters" => args.iters = number(value()?)?.max(1),
+            "--batch" => args.batch = number(value()?)?.max(1),
+            "--tokens" => args.tokens = number(value()?)?,
             "--top" => args.top = number(value()?)?,
             "search" if args.search.is_none() && args.texts.is_empty() => {
                 args.search = Some(PathBuf::from(value()?))
@@ -141,7 +149,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let args = parse_args()?;
     let dir = model_dir(&args)?;
     if args.bench {
-        return bench::run(&dir, args.iters);
+        return bench::run(&dir, args.batch, args.tokens, args.iters);
     }
     let model = SentenceEmbedder::load(&dir, args.dtype)?;
     if let Some(file) = &args.search {
