@@ -169,7 +169,7 @@ impl BertConfig {
                 ));
             }
         };
-        if file.num_attention_heads == 0 || file.hidden_size % file.num_attention_heads != 0 {
+        if file.num_attention_heads == 0 || !file.hidden_size.is_multiple_of(file.num_attention_heads) {
             let why = format!("a divisor of hidden_size {}", file.hidden_size);
             return Err(unsupported(path, "num_attention_heads", file.num_attention_heads, &why));
         }

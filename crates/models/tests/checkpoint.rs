@@ -153,7 +153,7 @@ fn unsupported_config_values_are_named() {
         c[field] = value.clone();
         let err = load_error(field, &c, &weights());
         assert!(
-            matches!(&err, ModelError::Unsupported { field: f, value: v, .. } if f == field && *v == value.to_string()),
+            matches!(&err, ModelError::Unsupported { field: f, value: v, .. } if f == field && *v == value.to_string().as_str()),
             "{err}"
         );
     }

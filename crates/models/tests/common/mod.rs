@@ -1,4 +1,5 @@
 //! Shared by the MiniLM tests: where the model is, and the reference files.
+#![allow(dead_code)] // each test binary uses a part of these helpers
 
 use std::path::PathBuf;
 
