@@ -118,7 +118,8 @@ pub struct BertModel {
     /// The encoder's shape.
     pub config: BertConfig,
     dtype: DType,
-    /// The word embedding table `(vocab, hidden)` as little-endian float32 bytes, on the host.
+    /// The word embedding table `(vocab, hidden)` as little-endian bytes of the model's dtype,
+    /// on the host.
     word_table: Vec<u8>,
     token_types: Tensor,
     positions: Tensor,
@@ -142,16 +143,17 @@ impl BertModel {
     pub fn from_weights(config: BertConfig, weights: &Weights, dtype: DType) -> Result<BertModel> {
         let h = config.hidden_size;
         let words = weights.take("embeddings.word_embeddings.weight", &[config.vocab_size, h], DType::F32)?;
-        let word_table = words.to_vec::<f32>()?.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let token_types = weights.take(
-            "embeddings.token_type_embeddings.weight",
-            &[config.type_vocab_size, h],
-            DType::F32,
-        )?;
+        let words = words.to_vec::<f32>()?;
+        let word_table = match dtype {
+            DType::F16 => words.iter().flat_map(|&v| half::f16::from_f32(v).to_le_bytes()).collect(),
+            _ => words.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        };
+        let token_types =
+            weights.take("embeddings.token_type_embeddings.weight", &[config.type_vocab_size, h], dtype)?;
         let positions = weights.take(
             "embeddings.position_embeddings.weight",
             &[config.max_position_embeddings, h],
-            DType::F32,
+            dtype,
         )?;
         let embeddings_norm = layer_norm(weights, "embeddings.LayerNorm", &config)?;
         let layers = (0..config.num_hidden_layers)
@@ -205,15 +207,15 @@ impl BertModel {
     /// hidden)` in the model's dtype.
     fn embed(&self, batch: &TokenBatch) -> Result<Tensor> {
         let (b, s, h) = (batch.batch, batch.seq_len, self.config.hidden_size);
-        let row = h * 4;
+        let row = h * self.dtype.itemsize();
         let mut words = Vec::with_capacity(b * s * row);
         for &id in &batch.ids {
             words.extend_from_slice(&self.word_table[id as usize * row..][..row]);
         }
-        let words = Tensor::from_bytes(&words, DType::F32, &[b, s, h])?;
+        let words = Tensor::from_bytes(&words, self.dtype, &[b, s, h])?.float();
         let types: Vec<i32> = batch.type_ids.iter().map(|&t| t as i32).collect();
-        let types = Tensor::from_slice(&types, &[b, s])?.embedding(&self.token_types)?;
-        let positions = self.positions.shrink(&[(0, s), (0, h)])?;
+        let types = Tensor::from_slice(&types, &[b, s])?.embedding(&self.token_types)?.float();
+        let positions = self.positions.shrink(&[(0, s), (0, h)])?.float();
         normalized(&self.embeddings_norm, &words.add(&types)?.add(&positions)?, self.dtype)
     }
 
