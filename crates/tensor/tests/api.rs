@@ -31,6 +31,10 @@ fn errors_name_both_operands_shapes_and_dtypes() {
     assert!(matches!(a.permute(&[0, 0]), Err(TensorError::Movement { .. })));
     assert!(matches!(a.expand(&[4, 3]), Err(TensorError::Movement { .. })));
     assert!(matches!(Tensor::from_slice(&[1.0f32; 5], &[2, 3]), Err(TensorError::DataLength { len: 5, .. })));
+    assert!(matches!(
+        Tensor::from_bytes(&[0; 12], DType::F32, &[2, 2]),
+        Err(TensorError::DataLength { len: 3, .. })
+    ));
     assert!(matches!(a.to_vec::<i32>(), Err(TensorError::ElementType { asked: DType::I32, .. })));
     assert!(matches!(a.item::<f32>(), Err(TensorError::NotScalar { op: "item", .. })));
     assert!(matches!(a.backward(), Err(TensorError::NotScalar { op: "backward", .. })));
@@ -64,6 +68,8 @@ fn creation() {
     assert_eq!(Tensor::ones(&[2, 1], DType::F32).unwrap().to_vec::<f32>().unwrap(), [1.0, 1.0]);
     assert_eq!(Tensor::full(&[3], 7u8).unwrap().to_vec::<u8>().unwrap(), [7, 7, 7]);
     assert_eq!(Tensor::scalar(2.5f32).unwrap().item::<f32>().unwrap(), 2.5);
+    let halves = Tensor::from_bytes(&[0x00, 0x3c, 0x00, 0xc0], DType::F16, &[2]).unwrap();
+    assert_eq!(halves.cast(DType::F32).to_vec::<f32>().unwrap(), [1.0, -2.0], "little-endian float16 bytes");
     close(
         &Tensor::arange_with(1.0, -1.0, -0.5, DType::F32).unwrap().to_vec::<f32>().unwrap(),
         &[1.0, 0.5, 0.0, -0.5],
