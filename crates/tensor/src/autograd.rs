@@ -79,6 +79,45 @@ impl Tensor {
         *self.0.grad.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
+    /// The gradients of this value with respect to `targets` (tinygrad's `gradient`),
+    /// returned lazily without touching any tensor's `grad`; the targets need not require
+    /// one. `seed` is the gradient of this value (`None`: ones, for a scalar). A target this
+    /// value does not depend on (or only through a `detach`) gets zeros.
+    pub fn gradient(&self, targets: &[&Tensor], seed: Option<&Tensor>) -> Result<Vec<Tensor>> {
+        let seed = match seed {
+            None if !self.shape().is_empty() => {
+                return Err(TensorError::NotScalar { op: "gradient", operand: self.operand() });
+            }
+            None => self.ones_like(),
+            Some(s) if s.shape() != self.shape() || s.device() != self.device() => {
+                let why = "the seed gradient must have the value's shape and device".to_string();
+                return Err(TensorError::Shapes {
+                    op: "gradient",
+                    lhs: self.operand(),
+                    rhs: s.operand(),
+                    why,
+                });
+            }
+            Some(s) => s.cast(self.dtype()),
+        };
+        if let Some(t) = std::iter::once(self).chain(targets.iter().copied()).find(|t| !t.is_floating_point())
+        {
+            return Err(TensorError::DType { op: "gradient", lhs: self.operand(), rhs: t.operand() });
+        }
+        let uops: Vec<UOp> = targets.iter().map(|t| t.uop()).collect();
+        let grads = compute_gradient(&self.uop(), &seed, &uops)?;
+        Ok(targets
+            .iter()
+            .zip(&uops)
+            .map(|(t, u)| match grads.get(u) {
+                Some(g) => {
+                    Tensor::from_uop(g.clone(), t.shape().to_vec(), t.device().clone()).cast(t.dtype())
+                }
+                None => t.zeros_like(),
+            })
+            .collect())
+    }
+
     /// Computes the gradient of this scalar with respect to every live tensor that requires
     /// one and contributes to it, adding it to that tensor's `grad` (lazily: nothing runs).
     pub fn backward(&self) -> Result<()> {

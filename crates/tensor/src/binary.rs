@@ -11,7 +11,7 @@ use std::ops;
 use wgrad_dtype::{ConstValue, DType, least_upper_dtype, least_upper_float};
 use wgrad_ops::{Ops, UOp};
 
-use crate::error::{Result, TensorError};
+use crate::error::{Result, TensorError, ok};
 use crate::{Element, Tensor};
 
 /// A tensor or a scalar: the right operand of a binary op.
@@ -45,6 +45,13 @@ macro_rules! scalar_value {
     )*};
 }
 scalar_value!(f32, f64, i32, i64, u32, bool);
+
+impl Value {
+    /// This value as a tensor next to `like` (a scalar in the dtype of the module rules).
+    pub(crate) fn of(self, like: &Tensor) -> Tensor {
+        like.operand_of(self)
+    }
+}
 
 /// The dtype a Python-style scalar has on its own.
 fn scalar_dtype(c: ConstValue) -> DType {
@@ -181,7 +188,7 @@ impl Tensor {
     pub fn div(&self, rhs: impl Into<Value>) -> Result<Tensor> {
         let (a, b) = self.broadcasted(rhs, "div", false, None)?;
         let float = least_upper_float(a.dtype());
-        Ok(a.cast(float).alu(Ops::Mul, &[&b.cast(float).recip()]))
+        Ok(a.cast(float).alu(Ops::Mul, &[&b.cast(float).reciprocal()]))
     }
 
     /// `lhs / self`.
@@ -205,13 +212,13 @@ impl Tensor {
     /// exponents, NaN for negative bases with fractional ones, and `0^0 = 1`.
     pub fn pow(&self, exponent: impl Into<Value>) -> Result<Tensor> {
         let (b, e) = self.broadcasted(exponent, "pow", false, None)?;
-        let (b, e) = (b.float(), e.float());
+        let (b, e) = (b.as_float(), e.as_float());
         let magnitude = (&e * &b.abs().log2()).exp2();
         let negative = b.lt(0.0)?.detach().where_(1.0, 0.0)?;
         let sign = &(&negative * &(&(&e * std::f64::consts::PI).cos() - 1.0)) + 1.0;
         let fractional = e.ne(e.trunc())?.cast(negative.dtype());
         let nan = (&negative * &fractional).detach().where_(f64::NAN, 1.0)?;
-        let zero_zero = b.eq(0.0)?.bitand(&e.eq(0.0)?)?.detach();
+        let zero_zero = b.eq(0.0)?.bitwise_and(&e.eq(0.0)?)?.detach();
         zero_zero.where_(1.0, &(&magnitude * &sign) * &nan)
     }
 
@@ -227,7 +234,7 @@ impl Tensor {
         // truncation rounds toward zero: one less when the signs differ and it was inexact
         let inexact = q.mul(&b)?.ne(&a)?;
         let signs_differ = a.lt(0)?.ne(&b.lt(0)?)?;
-        let fix = inexact.bitand(&signs_differ)?;
+        let fix = inexact.bitwise_and(&signs_differ)?;
         q.sub(fix.cast(q.dtype()))
     }
 
@@ -237,29 +244,95 @@ impl Tensor {
         a.sub(&a.floordiv(&b)?.mul(&b)?)
     }
 
-    /// `self ^ rhs`, bitwise.
-    pub fn bitxor(&self, rhs: impl Into<Value>) -> Result<Tensor> {
-        self.bitwise(rhs, Ops::Xor, "xor")
+    /// The remainder with the sign of the dividend (C's `fmod`, PyTorch's `fmod`): `%` of
+    /// integers truncating toward zero, `a - trunc(a / b) * b` for floats.
+    pub fn fmod(&self, rhs: impl Into<Value>) -> Result<Tensor> {
+        let (a, b) = self.broadcasted(rhs, "fmod", false, None)?;
+        match a.dtype().is_float() {
+            true => a.sub(a.div(&b)?.trunc().mul(&b)?),
+            false => Ok(a.alu(Ops::Mod, &[&b])),
+        }
     }
 
-    /// `self & rhs`, bitwise.
-    pub fn bitand(&self, rhs: impl Into<Value>) -> Result<Tensor> {
-        self.bitwise(rhs, Ops::And, "and")
+    /// `self + (end - self) * weight`: linear interpolation towards `end`.
+    pub fn lerp(&self, end: impl Into<Value>, weight: impl Into<Value>) -> Result<Tensor> {
+        self.add(end.into().of(self).sub(self)?.mul(weight)?)
     }
 
-    /// `self | rhs`, bitwise.
-    pub fn bitor(&self, rhs: impl Into<Value>) -> Result<Tensor> {
-        self.bitwise(rhs, Ops::Or, "or")
+    /// `log(e^self + e^other)`, computed stably around the larger of the two.
+    pub fn logaddexp(&self, other: impl Into<Value>) -> Result<Tensor> {
+        let (a, b) = self.broadcasted(other, "logaddexp", false, None)?;
+        let m = a.maximum(&b)?.detach();
+        a.sub(&m)?.exp().add(b.sub(&m)?.exp())?.log().add(&m)
     }
 
-    /// `self << bits`.
-    pub fn shl(&self, bits: u32) -> Result<Tensor> {
-        self.bitwise(i64::from(bits), Ops::Shl, "shl")
+    /// `|self|` with the sign of `other` (negative zero counts as negative). The dtype
+    /// follows the broadcasting rules (PyTorch always returns a float).
+    pub fn copysign(&self, other: impl Into<Value>) -> Result<Tensor> {
+        let (a, b) = self.broadcasted(other, "copysign", false, None)?;
+        let negative = b.lt(0)?.bitwise_or(b.reciprocal().lt(0)?)?;
+        let magnitude = a.abs();
+        negative.where_(magnitude.neg(), &magnitude)
     }
 
-    /// `self >> bits` (arithmetic for signed types).
-    pub fn shr(&self, bits: u32) -> Result<Tensor> {
-        self.bitwise(i64::from(bits), Ops::Shr, "shr")
+    /// Where `mask` holds, `value`; elsewhere this tensor (all broadcast together).
+    pub fn masked_fill(&self, mask: &Tensor, value: impl Into<Value>) -> Result<Tensor> {
+        if !mask.dtype().is_bool() {
+            return Err(TensorError::DType { op: "masked_fill", lhs: self.operand(), rhs: mask.operand() });
+        }
+        mask.where_(value, self)
+    }
+
+    /// Whether each element is within `atol + rtol * |other|` of `other` (numpy's and
+    /// PyTorch's `isclose`): infinities only match themselves, NaNs match NaNs when
+    /// `equal_nan`.
+    pub fn isclose(&self, other: impl Into<Value>, rtol: f64, atol: f64, equal_nan: bool) -> Result<Tensor> {
+        let (a, b) = self.broadcasted(other, "isclose", false, None)?;
+        let near = a.sub(&b)?.abs().le(b.abs().mul(rtol)?.add(atol)?)?;
+        let finite = a.isfinite().bitwise_and(b.isfinite())?.bitwise_and(&near)?;
+        let infinite = a.isinf(true, true).bitwise_or(b.isinf(true, true))?.bitwise_and(a.eq(&b)?)?;
+        let nans = a.isnan().bitwise_and(b.isnan())?.bitwise_and(equal_nan)?;
+        finite.bitwise_or(&infinite)?.bitwise_or(&nans)
+    }
+
+    /// Whether every element is [`Tensor::isclose`] to `other`: a bool scalar tensor, as in
+    /// tinygrad (PyTorch returns a Python bool; read it with `item::<bool>()`).
+    pub fn allclose(&self, other: impl Into<Value>, rtol: f64, atol: f64, equal_nan: bool) -> Result<Tensor> {
+        self.isclose(other, rtol, atol, equal_nan)?.all(&[], false)
+    }
+
+    /// `self ^ rhs`, bitwise (for bools, logical xor).
+    pub fn bitwise_xor(&self, rhs: impl Into<Value>) -> Result<Tensor> {
+        self.bitwise(rhs, Ops::Xor, "bitwise_xor")
+    }
+
+    /// `self & rhs`, bitwise (for bools, logical and).
+    pub fn bitwise_and(&self, rhs: impl Into<Value>) -> Result<Tensor> {
+        self.bitwise(rhs, Ops::And, "bitwise_and")
+    }
+
+    /// `self | rhs`, bitwise (for bools, logical or).
+    pub fn bitwise_or(&self, rhs: impl Into<Value>) -> Result<Tensor> {
+        self.bitwise(rhs, Ops::Or, "bitwise_or")
+    }
+
+    /// `!self`, bitwise: every bit flipped (for bools, logical not). Integers and bools only.
+    pub fn bitwise_not(&self) -> Result<Tensor> {
+        match self.dtype() {
+            d if d.is_bool() => Ok(self.logical_not()),
+            d if d.is_unsigned() => self.bitwise_xor(Value::Scalar(d.max_value())),
+            _ => self.bitwise_xor(-1),
+        }
+    }
+
+    /// `self << bits` (integers; `bits` a tensor or a scalar).
+    pub fn lshift(&self, bits: impl Into<Value>) -> Result<Tensor> {
+        self.bitwise(bits, Ops::Shl, "lshift")
+    }
+
+    /// `self >> bits` (integers; arithmetic for signed types).
+    pub fn rshift(&self, bits: impl Into<Value>) -> Result<Tensor> {
+        self.bitwise(bits, Ops::Shr, "rshift")
     }
 
     /// Threefry-2x32 of the u64 counters `self` under the u64 keys `key`.
@@ -317,6 +390,15 @@ impl Tensor {
         })?;
         let (c, x, y) = (cond.broadcast_to(&shape), x.broadcast_to(&shape), y.broadcast_to(&shape));
         Ok(c.alu(Ops::Where, &[&x, &y]))
+    }
+
+    /// The values in reverse order, exactly: `-x` for floats, `!x` (bitwise) for integers
+    /// and bools, so the largest becomes the smallest (tinygrad's `_inverse`).
+    pub(crate) fn inverse(&self) -> Tensor {
+        match self.dtype().is_float() {
+            true => self.neg(),
+            false => ok(self.bitwise_not()),
+        }
     }
 
     /// Truthiness negated: `x == 0` (for bools, `!x`).
@@ -379,6 +461,18 @@ std_binary!(Add, add, add, |t: &Tensor, s| t.add(s));
 std_binary!(Sub, sub, sub, |t: &Tensor, s| t.rsub(s));
 std_binary!(Mul, mul, mul, |t: &Tensor, s| t.mul(s));
 std_binary!(Div, div, div, |t: &Tensor, s| t.rdiv(s));
+std_binary!(BitAnd, bitand, bitwise_and, |t: &Tensor, s| t.bitwise_and(s));
+std_binary!(BitOr, bitor, bitwise_or, |t: &Tensor, s| t.bitwise_or(s));
+std_binary!(BitXor, bitxor, bitwise_xor, |t: &Tensor, s| t.bitwise_xor(s));
+
+impl ops::Not for &Tensor {
+    type Output = Tensor;
+    /// # Panics
+    /// On float tensors; [`Tensor::bitwise_not`] returns a `Result` instead.
+    fn not(self) -> Tensor {
+        self.bitwise_not().unwrap_or_else(|e| panic!("{e}"))
+    }
+}
 
 impl ops::Neg for &Tensor {
     type Output = Tensor;

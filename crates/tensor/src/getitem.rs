@@ -197,7 +197,7 @@ impl Tensor {
             let hot = hot.reshape_to(&shape);
             mask = Some(match mask {
                 None => hot,
-                Some(acc) => acc.bitand(&hot)?,
+                Some(acc) => acc.bitwise_and(&hot)?,
             });
         }
         let mask = mask.unwrap_or_else(|| unreachable!("at least one tensor index"));

@@ -62,7 +62,8 @@ fn where_grad(ctx: &mut GradCtx, ret: &UOp) -> Option<UOp> {
 }
 
 /// `d reduce(x)`: a sum spreads the gradient back; a max sends it to the maxima (split
-/// evenly among ties); a product sends `g * prod / x`.
+/// evenly among ties); a product sends each factor `g` times the product of the others:
+/// `prod / x` where `x != 0`, at a lone zero the product of the rest, 0 where more are zero.
 fn reduce_grad(ctx: &mut GradCtx, ret: &UOp) -> Option<UOp> {
     let Arg::ReduceAxis(op, axes) = ret.arg() else { return None };
     let x = ctx.t(&ret.src()[0]);
@@ -75,7 +76,15 @@ fn reduce_grad(ctx: &mut GradCtx, ret: &UOp) -> Option<UOp> {
             let count = ok(ok(is_max.sum(&isize_axes(axes), true)).expand(x.shape()));
             ok(ok(is_max.div(&count)).mul(&g))
         }
-        _ => ok(ok(g.mul(&out)).div(&x)),
+        _ => {
+            let axes = isize_axes(axes);
+            let zero = ok(x.eq(0));
+            let safe = ok(zero.where_(1, &x));
+            let zeros = ok(ok(zero.sum(&axes, true)).expand(x.shape()));
+            let rest = ok(ok(safe.reduce(Ops::Mul, "prod", &axes, true)).expand(x.shape()));
+            let at_zero = ok(ok(zeros.eq(1)).where_(&rest, 0));
+            ok(ok(zero.where_(&at_zero, ok(out.div(&safe)))).mul(&g))
+        }
     };
     grads([Some(gx)])
 }

@@ -1,6 +1,7 @@
 //! Movement ops: views of the same elements, never copies (a kernel reads through them).
 //! Axes may be negative (counted from the end); every argument is checked against the shape.
 
+use wgrad_dtype::{ConstValue, DType};
 use wgrad_engine::{lazy, numel};
 
 use crate::Tensor;
@@ -78,15 +79,15 @@ impl Tensor {
         Ok(self.with(lazy::pad(&self.uop(), pads), shape))
     }
 
-    /// `value` added `(before, after)` each dim.
-    pub fn pad_value(&self, pads: &[(usize, usize)], value: f64) -> Result<Tensor> {
+    /// `value` (cast to this tensor's dtype) added `(before, after)` each dim.
+    pub fn pad_value(&self, pads: &[(usize, usize)], value: impl Into<ConstValue>) -> Result<Tensor> {
+        let value = value.into().cast(self.dtype());
         let padded = self.pad(pads)?;
-        if value == 0.0 {
+        if value.to_f64() == 0.0 || padded.shape() == self.shape() {
             return Ok(padded);
         }
-        let inside =
-            Tensor::constant(self.shape(), true.into(), wgrad_dtype::DType::BOOL, self.device()).pad(pads)?;
-        inside.where_(&padded, value)
+        let inside = Tensor::constant(self.shape(), true.into(), DType::BOOL, self.device()).pad(pads)?;
+        inside.where_(&padded, Tensor::constant(&[], value, self.dtype(), self.device()))
     }
 
     /// Positions `begin..end` of each dim.

@@ -75,4 +75,17 @@ impl Tensor {
     pub fn rmsnorm(&self, axis: isize, eps: f64) -> Result<Tensor> {
         self.mul(self.square().mean(&[axis], true)?.add(eps)?.rsqrt())
     }
+
+    /// `x` divided by its `p`-norm over `axis` (at least `eps`): PyTorch's
+    /// `F.normalize`. `p = 0` counts the non-zero elements.
+    pub fn normalize(&self, p: f64, axis: isize, eps: f64) -> Result<Tensor> {
+        let norm = match p {
+            0.0 => self.ne(0)?.sum(&[axis], true)?,
+            1.0 => self.abs().sum(&[axis], true)?,
+            // without `pow`, whose gradient at 0 is NaN
+            2.0 => self.square().sum(&[axis], true)?.sqrt(),
+            _ => self.abs().pow(p)?.sum(&[axis], true)?.pow(1.0 / p)?,
+        };
+        self.div(norm.maximum(eps)?)
+    }
 }

@@ -2,7 +2,7 @@
 //! (tiling, reshapes and shrinks, no copies), so a pool or a convolution over them is one
 //! reduce kernel and its gradient comes from the gradients of those views.
 
-use wgrad_dtype::{ConstValue, DType};
+use wgrad_dtype::ConstValue;
 
 use crate::Tensor;
 use crate::error::{Result, TensorError, ok};
@@ -138,13 +138,7 @@ impl Tensor {
         }
         let mut pads = vec![(0, 0); self.ndim() - 2];
         pads.extend([(padding, padding); 2]);
-        let padded = if padding > 0 && fill.to_f64() != 0.0 {
-            let inside =
-                Tensor::constant(self.shape(), true.into(), DType::BOOL, self.device()).pad(&pads)?;
-            inside.where_(&self.pad(&pads)?, crate::Value::Scalar(fill))?
-        } else {
-            self.pad(&pads)?
-        };
+        let padded = self.pad_value(&pads, fill)?;
         let s = stride.unwrap_or(kernel);
         padded.pool(op, &[kernel; 2], &[s; 2], &[1; 2])
     }

@@ -30,7 +30,7 @@ impl Tensor {
         let count = Tensor::arange(numel(shape))?.cast(DType::U64);
         let key = Tensor::constant(&[numel(shape)], ConstValue::UInt(seed), DType::U64, &device);
         let bits = count.threefry(&key)?.cast(DType::U32);
-        let mantissa = bits.shr(9)?.bitor(0x3F80_0000u32)?;
+        let mantissa = bits.rshift(9)?.bitwise_or(0x3F80_0000u32)?;
         mantissa.bitcast(DType::F32)?.sub(1.0)?.reshape(&signed(shape))
     }
 

@@ -1,12 +1,13 @@
 //! Reductions over axes (an empty axis list means every axis), and what tinygrad builds
-//! from them: mean, variance, softmax, logsumexp, argmax, cumulative sums.
+//! from them: product, mean, variance, softmax, logsumexp, argmax. (Cumulative scans are in
+//! `scan.rs`.)
 
 use wgrad_dtype::{DType, sum_acc_dtype};
 use wgrad_engine::lazy;
 use wgrad_ops::Ops;
 
 use crate::Tensor;
-use crate::error::{Result, TensorError, ok};
+use crate::error::{Result, TensorError};
 
 impl Tensor {
     /// The reduced axes (all when `axes` is empty), sorted; an axis named twice (also as
@@ -28,7 +29,13 @@ impl Tensor {
     }
 
     /// `op` over `axes`, keeping them as size 1 if `keepdim`.
-    fn reduce(&self, op: Ops, name: &'static str, axes: &[isize], keepdim: bool) -> Result<Tensor> {
+    pub(crate) fn reduce(
+        &self,
+        op: Ops,
+        name: &'static str,
+        axes: &[isize],
+        keepdim: bool,
+    ) -> Result<Tensor> {
         let axes = self.reduce_axes(name, axes)?;
         let kept: Vec<usize> =
             self.shape().iter().enumerate().map(|(i, &s)| if axes.contains(&i) { 1 } else { s }).collect();
@@ -54,6 +61,12 @@ impl Tensor {
         Ok(if matches!(self.dtype(), DType::F16 | DType::BF16) { out.cast(self.dtype()) } else { out })
     }
 
+    /// The product over `axes`, in this tensor's dtype (as tinygrad; PyTorch widens integers
+    /// to int64). Its gradient is right with zeros among the factors.
+    pub fn prod(&self, axes: &[isize], keepdim: bool) -> Result<Tensor> {
+        self.reduce(Ops::Mul, "prod", axes, keepdim)
+    }
+
     /// The maximum over `axes`.
     pub fn max(&self, axes: &[isize], keepdim: bool) -> Result<Tensor> {
         self.reduce(Ops::Max, "max", axes, keepdim)
@@ -67,7 +80,7 @@ impl Tensor {
     /// The mean over `axes` (in float32 for integer inputs); NaN over an empty axis.
     pub fn mean(&self, axes: &[isize], keepdim: bool) -> Result<Tensor> {
         let n = self.reduced_count(axes)?;
-        self.float().sum(axes, keepdim)?.div(n as f64)
+        self.as_float().sum(axes, keepdim)?.div(n as f64)
     }
 
     /// The variance over `axes`, dividing by `count - correction`.
@@ -82,6 +95,16 @@ impl Tensor {
         Ok(self.var(axes, keepdim, correction)?.sqrt())
     }
 
+    /// The variance and the mean over `axes` (see [`Tensor::var`]).
+    pub fn var_mean(&self, axes: &[isize], keepdim: bool, correction: usize) -> Result<(Tensor, Tensor)> {
+        Ok((self.var(axes, keepdim, correction)?, self.mean(axes, keepdim)?))
+    }
+
+    /// The standard deviation and the mean over `axes` (see [`Tensor::std`]).
+    pub fn std_mean(&self, axes: &[isize], keepdim: bool, correction: usize) -> Result<(Tensor, Tensor)> {
+        Ok((self.std(axes, keepdim, correction)?, self.mean(axes, keepdim)?))
+    }
+
     /// `x - max` and `e^(x - max)` along `axis`, shared by the softmaxes.
     fn shifted_exp(&self, axis: isize) -> Result<(Tensor, Tensor, Tensor)> {
         let m = self.sub(self.max(&[axis], true)?.detach())?;
@@ -92,19 +115,24 @@ impl Tensor {
 
     /// `e^x / sum(e^x)` along `axis`.
     pub fn softmax(&self, axis: isize) -> Result<Tensor> {
-        let (_, e, s) = self.float().shifted_exp(axis)?;
+        let (_, e, s) = self.as_float().shifted_exp(axis)?;
         e.div(&s)
+    }
+
+    /// `softmax(-x)` along `axis`.
+    pub fn softmin(&self, axis: isize) -> Result<Tensor> {
+        self.as_float().neg().softmax(axis)
     }
 
     /// `log(softmax(x))` along `axis`.
     pub fn log_softmax(&self, axis: isize) -> Result<Tensor> {
-        let (m, _, s) = self.float().shifted_exp(axis)?;
+        let (m, _, s) = self.as_float().shifted_exp(axis)?;
         m.sub(s.log())
     }
 
     /// `log(sum(e^x))` over `axis`, computed stably.
     pub fn logsumexp(&self, axis: isize, keepdim: bool) -> Result<Tensor> {
-        let m = self.float().max(&[axis], true)?;
+        let m = self.as_float().max(&[axis], true)?;
         let s = self.sub(&m)?.exp().sum(&[axis], keepdim)?.log();
         s.add(if keepdim { m } else { m.squeeze(axis)? })
     }
@@ -129,7 +157,7 @@ impl Tensor {
         }
         // max propagates NaN: where it is NaN, the NaNs are the maxima
         let is_max = match self.dtype().is_float() {
-            true => self.eq(&self.max(&[axis], true)?)?.bitor(self.isnan())?,
+            true => self.eq(&self.max(&[axis], true)?)?.bitwise_or(self.isnan())?,
             false => self.eq(&self.max(&[axis], true)?)?,
         };
         let mut shape = vec![1; self.ndim()];
@@ -138,40 +166,6 @@ impl Tensor {
         let countdown = Tensor::arange_with(n as f64, 0.0, -1.0, DType::I32)?.reshape_to(&shape);
         let picked = is_max.cast(DType::I32).mul(&countdown)?.max(&[axis], keepdim)?;
         picked.rsub(n as i64)
-    }
-
-    /// Running sums along `axis`: each output the sum of a window of the input padded with
-    /// `n - 1` zeros in front, the windows made by tiling and reshaping (no copies).
-    pub fn cumsum(&self, axis: isize) -> Result<Tensor> {
-        let a = self.axis("cumsum", axis, self.ndim())?;
-        let n = self.shape()[a];
-        if n == 0 {
-            return Ok(self.clone());
-        }
-        let last = self.ndim() - 1;
-        let moved = ok(self.transpose(a as isize, last as isize));
-        let mut pads = vec![(0, 0); self.ndim()];
-        pads[last] = (n - 1, 0);
-        let padded = moved.pad(&pads)?;
-        let len = 2 * n - 1;
-        let lead = &padded.shape()[..last];
-        // rows of len + 1 starting at the padded row: window i is row i, elements i..i+n
-        let tiled_shape: Vec<usize> = lead.iter().copied().chain([n + 1, len]).collect();
-        let mut unsq = lead.to_vec();
-        unsq.extend([1, len]);
-        let tiled = ok(padded.reshape_to(&unsq).expand(&tiled_shape));
-        let mut flat = lead.to_vec();
-        flat.push((n + 1) * len);
-        let flat = tiled.reshape_to(&flat);
-        let mut cut: Vec<(usize, usize)> = lead.iter().map(|&d| (0, d)).collect();
-        cut.push((0, n * (len + 1)));
-        let windows_shape: Vec<usize> = lead.iter().copied().chain([n, len + 1]).collect();
-        let windows = flat.shrink(&cut)?.reshape_to(&windows_shape);
-        let mut keep: Vec<(usize, usize)> = lead.iter().map(|&d| (0, d)).collect();
-        keep.extend([(0, n), (0, n)]);
-        let summed = windows.shrink(&keep)?.sum(&[-1], false)?;
-        let back = summed.transpose(a as isize, last as isize)?;
-        Ok(back.cast(if self.dtype().is_float() { self.dtype() } else { back.dtype() }))
     }
 }
 

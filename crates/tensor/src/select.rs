@@ -93,15 +93,9 @@ impl Tensor {
     }
 
     /// The index of the first minimum along `axis`, as int32 (the argmax of the values
-    /// reversed in order: negated floats, complemented ints, negated bools).
+    /// in reverse order).
     pub fn argmin(&self, axis: isize, keepdim: bool) -> Result<Tensor> {
-        let inverse = match self.dtype() {
-            d if d.is_float() => self.neg(),
-            d if d.is_unsigned() => self.bitxor(crate::Value::Scalar(d.max_value()))?,
-            d if d.is_int() => self.bitxor(-1)?,
-            _ => self.logical_not(),
-        };
-        inverse.argmax(axis, keepdim)
+        self.inverse().argmax(axis, keepdim)
     }
 
     /// Consecutive pieces along `axis` of the given `sizes` (summing to the dim): views.

@@ -7,7 +7,7 @@ use wgrad_dtype::least_upper_float;
 use wgrad_ops::Ops;
 
 use crate::Tensor;
-use crate::error::ok;
+use crate::error::{Result, TensorError, ok};
 
 /// `c0 * x^n + c1 * x^(n-1) + ... + cn` by Horner's rule.
 fn poly(x: &Tensor, coeffs: &[f64]) -> Tensor {
@@ -15,13 +15,14 @@ fn poly(x: &Tensor, coeffs: &[f64]) -> Tensor {
 }
 
 impl Tensor {
-    /// This tensor in a float dtype (integers and bools become float32).
-    pub fn float(&self) -> Tensor {
+    /// This tensor in a float dtype: itself when it is one, float32 for integers and bools
+    /// (the dtype tinygrad's math computes in).
+    pub(crate) fn as_float(&self) -> Tensor {
         self.cast(least_upper_float(self.dtype()))
     }
 
     fn unary(&self, op: Ops) -> Tensor {
-        self.float().alu(op, &[])
+        self.as_float().alu(op, &[])
     }
 
     /// `2^x`.
@@ -45,7 +46,7 @@ impl Tensor {
     }
 
     /// `1 / x`.
-    pub fn recip(&self) -> Tensor {
+    pub fn reciprocal(&self) -> Tensor {
         self.unary(Ops::Recip)
     }
 
@@ -59,7 +60,7 @@ impl Tensor {
 
     /// `e^x`.
     pub fn exp(&self) -> Tensor {
-        (&self.float() * (1.0 / LN_2)).exp2()
+        (&self.as_float() * (1.0 / LN_2)).exp2()
     }
 
     /// The natural logarithm.
@@ -74,12 +75,12 @@ impl Tensor {
 
     /// `1 / sqrt(x)`.
     pub fn rsqrt(&self) -> Tensor {
-        self.recip().sqrt()
+        self.reciprocal().sqrt()
     }
 
     /// `cos(x)`, as `sin(pi/2 - x)`.
     pub fn cos(&self) -> Tensor {
-        ok(self.float().rsub(FRAC_PI_2)).sin()
+        ok(self.as_float().rsub(FRAC_PI_2)).sin()
     }
 
     /// `tan(x)`.
@@ -112,12 +113,12 @@ impl Tensor {
 
     /// `1 / (1 + e^-x)`.
     pub fn sigmoid(&self) -> Tensor {
-        (&(&self.float() * (-1.0 / LN_2)).exp2() + 1.0).recip()
+        (&(&self.as_float() * (-1.0 / LN_2)).exp2() + 1.0).reciprocal()
     }
 
     /// `tanh(x)`, as `2 sigmoid(2x) - 1`.
     pub fn tanh(&self) -> Tensor {
-        &(&(&self.float() * 2.0).sigmoid() * 2.0) - 1.0
+        &(&(&self.as_float() * 2.0).sigmoid() * 2.0) - 1.0
     }
 
     /// `sinh(x)`.
@@ -132,7 +133,7 @@ impl Tensor {
 
     /// `atanh(x)`.
     pub fn atanh(&self) -> Tensor {
-        &(&(&self.float() + 1.0) / &ok(self.float().rsub(1.0))).log() / 2.0
+        &(&(&self.as_float() + 1.0) / &ok(self.as_float().rsub(1.0))).log() / 2.0
     }
 
     /// `asinh(x)`.
@@ -157,7 +158,7 @@ impl Tensor {
             -0.2145988016,
             1.5707963050,
         ];
-        let a = self.float().abs();
+        let a = self.as_float().abs();
         let x = ok((&ok(a.rsub(1.0)).sqrt() * &poly(&a, &coeffs)).rsub(FRAC_PI_2));
         &self.sign() * &x
     }
@@ -174,7 +175,7 @@ impl Tensor {
 
     /// The error function (Abramowitz and Stegun 7.1.26, error below 1.5e-7).
     pub fn erf(&self) -> Tensor {
-        let t = (&(&self.float().abs() * 0.3275911) + 1.0).recip();
+        let t = (&(&self.as_float().abs() * 0.3275911) + 1.0).reciprocal();
         let p = poly(&t, &[1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592]);
         &self.sign() * &ok((&(&t * &p) * &self.square().neg().exp()).rsub(1.0))
     }
@@ -204,6 +205,18 @@ impl Tensor {
         ok(self.ne(self))
     }
 
+    /// Whether each element is `+inf` (when `positive`) or `-inf` (when `negative`).
+    pub fn isinf(&self, positive: bool, negative: bool) -> Tensor {
+        let pos = ok(self.eq(f64::INFINITY)).bitwise_and(positive);
+        let neg = ok(self.eq(f64::NEG_INFINITY)).bitwise_and(negative);
+        ok(ok(pos).bitwise_or(ok(neg)))
+    }
+
+    /// Whether each element is neither infinite nor NaN.
+    pub fn isfinite(&self) -> Tensor {
+        ok(self.isinf(true, true).bitwise_or(self.isnan())).logical_not()
+    }
+
     /// `x` where positive, `slope * x` elsewhere.
     pub fn leaky_relu(&self, slope: f64) -> Tensor {
         ok(ok(self.lt(0)).where_(self * slope, self))
@@ -227,14 +240,36 @@ impl Tensor {
         &ok(ok(self.ge(0)).where_(self, neg)) * gamma
     }
 
-    /// `x * sigmoid(x)`.
+    /// `x * sigmoid(x)` (also called swish).
     pub fn silu(&self) -> Tensor {
         self * &self.sigmoid()
     }
 
-    /// `log(1 + e^x)`.
+    /// `x * sigmoid(x)`: [`Tensor::silu`].
+    pub fn swish(&self) -> Tensor {
+        self.silu()
+    }
+
+    /// `log(1 + e^x)`, as `logaddexp(x, 0)` so that it neither overflows nor underflows.
     pub fn softplus(&self) -> Tensor {
-        (&self.exp() + 1.0).log()
+        ok(self.as_float().logaddexp(0.0))
+    }
+
+    /// `log(sigmoid(x)) = -softplus(-x)`.
+    pub fn logsigmoid(&self) -> Tensor {
+        self.neg().softplus().neg()
+    }
+
+    /// `x / (1 + |x|)`.
+    pub fn softsign(&self) -> Tensor {
+        self / &(&self.abs() + 1.0)
+    }
+
+    /// `max(0, min(1, alpha x + beta))` (tinygrad's and PyTorch's defaults: `alpha = 1/6`,
+    /// `beta = 0.5`).
+    pub fn hardsigmoid(&self, alpha: f64, beta: f64) -> Tensor {
+        let y = &(self * alpha) + beta;
+        &y.relu() - &(&y - 1.0).relu()
     }
 
     /// `x * tanh(softplus(x))`.
@@ -253,9 +288,29 @@ impl Tensor {
         &(self * 0.5) * &(&inner.tanh() + 1.0)
     }
 
-    /// `x` clamped to `[min, max]`.
+    /// `x` clamped below by `min` and above by `max`, either optional (tinygrad's `clamp`:
+    /// where `x` is out of range the bound is taken, so a bound gets no gradient; NaN stays
+    /// NaN). Errors when both bounds are `None`.
+    pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+        if min.is_none() && max.is_none() {
+            return Err(TensorError::Argument {
+                op: "clamp",
+                why: "at least one of min and max must be given".into(),
+            });
+        }
+        let low = match min {
+            Some(m) => self.lt(m)?.where_(m, self)?,
+            None => self.clone(),
+        };
+        match max {
+            Some(m) => low.gt(m)?.where_(m, &low),
+            None => Ok(low),
+        }
+    }
+
+    /// `x` clamped to `[min, max]` ([`Tensor::clamp`] with both bounds).
     pub fn clip(&self, min: f64, max: f64) -> Tensor {
-        ok(ok(self.maximum(min)).minimum(max))
+        ok(self.clamp(Some(min), Some(max)))
     }
 
     /// `x` clamped to `[min, max]` (for floats, `clip`).

@@ -21,7 +21,7 @@ fn errors_name_both_operands_shapes_and_dtypes() {
     let err = a.add(&b).unwrap_err();
     assert!(matches!(err, TensorError::Broadcast { .. }));
     assert_eq!(err.to_string(), "add: cannot broadcast (2, 3) float32 with (4,) float32");
-    let err = a.bitand(&a).unwrap_err().to_string();
+    let err = a.bitwise_and(&a).unwrap_err().to_string();
     assert!(err.contains("and") && err.contains("(2, 3) float32"), "{err}");
     let i = Tensor::from_slice(&[1i32, 2], &[2]).unwrap();
     let err = a.matmul(&i).unwrap_err().to_string();

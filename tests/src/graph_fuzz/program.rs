@@ -249,7 +249,7 @@ pub fn apply(op: &Op, v: &[Tensor]) -> Result<Tensor> {
                 Binary::Idiv => x.idiv(y)?,
                 Binary::Lt => x.lt(y)?,
                 Binary::Eq => x.eq(y)?,
-                Binary::Xor => x.bitxor(y)?,
+                Binary::Xor => x.bitwise_xor(y)?,
             }
         }
         Op::Reduce(r, a, axes, keep) => match r {

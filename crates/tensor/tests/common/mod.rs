@@ -2,6 +2,8 @@
 
 #[allow(dead_code)] // each test binary uses a part of the harness
 pub mod golden;
+#[allow(dead_code)]
+pub mod reference;
 
 use wgrad_engine::device::{DeviceName, available_devices};
 
