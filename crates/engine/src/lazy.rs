@@ -12,7 +12,7 @@
 //! - ALU ops, `CAST`, `BITCAST`: elementwise over sources of one shape.
 //! - `REDUCE_AXIS(x)` arg `ReduceAxis(op, axes)`: reduced axes kept with size 1.
 //! - `CONTIGUOUS(x)`: `x` in a buffer of its own; `DETACH(x)`: `x`, but no gradient flows
-//!   through; `COPY(x, DEVICE)`: `x` on another device; `ASSIGN(target, value)`: `value`
+//!   through; `CONTIGUOUS_BACKWARD(x)`: `x`, its gradient realized; `COPY(x, DEVICE)`: `x` on another device; `ASSIGN(target, value)`: `value`
 //!   written into the realized buffer `target`, whose contents it then is.
 //!
 //! The builders do not check their arguments: the tensor front end validates shapes, axes
@@ -102,6 +102,11 @@ pub fn unique_contiguous(x: &UOp) -> UOp {
 /// `x` with no gradient flowing through.
 pub fn detach(x: &UOp) -> UOp {
     UOp::new(Ops::Detach, x.dtype(), [x.clone()], Arg::None)
+}
+
+/// `x`, its gradient realized into a buffer of its own.
+pub fn contiguous_backward(x: &UOp) -> UOp {
+    UOp::new(Ops::ContiguousBackward, x.dtype(), [x.clone()], Arg::None)
 }
 
 /// `x` on `device`.

@@ -150,11 +150,13 @@ pub enum Ops {
     // tensor graphs only (never in kernels, so after `Const`: existing ops keep their numbers)
     /// `src[0]` unchanged, with no gradient flowing through it.
     Detach,
+    /// `src[0]` unchanged; its gradient is realized into a buffer of its own.
+    ContiguousBackward,
 }
 
 impl Ops {
     /// Every op, in order.
-    pub const ALL: [Ops; 65] = [
+    pub const ALL: [Ops; 66] = [
         Ops::Sink,
         Ops::Noop,
         Ops::Kernel,
@@ -220,6 +222,7 @@ impl Ops {
         Ops::DefineVar,
         Ops::Const,
         Ops::Detach,
+        Ops::ContiguousBackward,
     ];
 
     /// Number of sources of an ALU op (1, 2 or 3); `None` for other ops.

@@ -9,6 +9,7 @@ use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::sync::{LazyLock, Mutex, PoisonError, Weak};
 
+use wgrad_engine::lazy;
 use wgrad_ops::UOp;
 
 use crate::Tensor;
@@ -67,6 +68,13 @@ impl Tensor {
             self.0.requires_grad.store(false, Ordering::Relaxed);
         }
         Ok(self)
+    }
+
+    /// The same value, but its gradient is realized into a buffer of its own (tinygrad's
+    /// `contiguous_backward`): a backward pass through a long chain of steps that each read
+    /// their input twice stays one kernel per step instead of one kernel recomputing it all.
+    pub fn contiguous_backward(&self) -> Tensor {
+        self.with(lazy::contiguous_backward(&self.uop()), self.shape().to_vec())
     }
 
     /// The gradient `backward` accumulated, if any.

@@ -194,6 +194,8 @@ fn pm_gradient() -> &'static PatternMatcher<GradCtx> {
             rule!(r(Ops::ReduceAxis) => |ctx: GradCtx; ret| reduce_grad(ctx, ret)),
             // d contiguous(x) = g
             rule!(r(Ops::Contiguous) => |ctx: GradCtx; ret| grads([Some(ctx.grad.clone())])),
+            // d contiguous_backward(x) = contiguous(g)
+            rule!(r(Ops::ContiguousBackward) => |ctx: GradCtx; ret| grads([Some(ctx.grad.contiguous())])),
             // d copy(x) = g copied back
             rule!(r(Ops::Copy) => |ctx: GradCtx; ret| {
                 let device = lazy::device_of(&ret.src()[0]).ok()?;

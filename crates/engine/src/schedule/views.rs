@@ -1,7 +1,7 @@
 //! First step of scheduling: every chain of movement ops becomes one `VIEW(base, st)` over
-//! the first non-movement node below it, `DETACH` disappears, and large reductions with small
-//! outputs are split in two (tinygrad's `split_reduceop`), and reductions of nothing become
-//! their identity element.
+//! the first non-movement node below it, `DETACH` and `CONTIGUOUS_BACKWARD` disappear, large
+//! reductions with small outputs are split in two (tinygrad's `split_reduceop`), and
+//! reductions of nothing become their identity element.
 //!
 //! Invariants of the result: a `VIEW`'s source is never a `VIEW`; a `VIEW` is never the
 //! identity of its source's shape; each node it keeps (or rebuilds) remembers the lazy nodes
@@ -132,7 +132,16 @@ fn empty_reduce(r: &UOp, shapes: &mut Shapes) -> Result<Option<UOp>, EngineError
 /// Whether a node of this op can be a kernel's output (and so have lazy origins).
 fn computes(op: Ops) -> bool {
     !GroupOp::MOVEMENT.contains(op)
-        && !matches!(op, Ops::Detach | Ops::Sink | Ops::Device | Ops::Buffer | Ops::Const | Ops::View)
+        && !matches!(
+            op,
+            Ops::Detach
+                | Ops::ContiguousBackward
+                | Ops::Sink
+                | Ops::Device
+                | Ops::Buffer
+                | Ops::Const
+                | Ops::View
+        )
 }
 
 /// The graph under `sink` in `VIEW` form (see the module docs).
@@ -143,7 +152,7 @@ pub(crate) fn to_views(sink: &UOp, shapes: &mut Shapes) -> Result<Converted, Eng
         let src: Vec<UOp> = u.src().iter().map(|s| done[s].clone()).collect();
         let new = match u.op() {
             op if GroupOp::MOVEMENT.contains(op) => movement(&u, &src[0], shapes)?,
-            Ops::Detach => src[0].clone(),
+            Ops::Detach | Ops::ContiguousBackward => src[0].clone(),
             _ => {
                 let rebuilt =
                     if src.iter().zip(u.src()).all(|(a, b)| a == b) { u.clone() } else { u.with_src(src) };
