@@ -43,7 +43,9 @@ mod pool;
 mod random;
 mod reduce;
 mod scan;
+mod scatter;
 mod select;
+mod sort;
 mod tensor;
 mod unary;
 
@@ -56,6 +58,7 @@ pub use error::{Operand, Result, TensorError};
 pub use index::Index;
 pub use loss::Reduction;
 pub use mode::{is_training, set_training, training};
+pub use scatter::ScatterReduce;
 pub use tensor::Tensor;
 pub use wgrad_dtype::DType;
 pub use wgrad_engine::DeviceName;
