@@ -42,13 +42,24 @@ pub(crate) fn sweep() {
 /// A new `BUFFER` on `device` holding `bytes` (little-endian elements of `dtype`).
 pub fn upload(device: &DeviceName, dtype: DType, bytes: &[u8]) -> Result<UOp, EngineError> {
     sweep();
-    let len = bytes.len() / dtype.itemsize().max(1);
     let backend = open_device(device)?;
-    let mem = backend.alloc(dtype, len)?;
+    let mem = backend.alloc(dtype, bytes.len() / dtype.itemsize().max(1))?;
     backend.copy_in(&mem, bytes)?;
-    let buf = buffer(device, dtype, len);
+    Ok(adopt(device, dtype, mem))
+}
+
+/// A new `BUFFER` UOp owning the device memory `mem`.
+fn adopt(device: &DeviceName, dtype: DType, mem: DeviceBuffer) -> UOp {
+    let buf = buffer(device, dtype, mem.len);
     bind(&buf, mem);
-    Ok(buf)
+    buf
+}
+
+/// A new `BUFFER` of `len` elements of `dtype` on `device` with memory whose contents are
+/// unspecified (tinygrad's `Tensor.empty`).
+pub fn alloc(device: &DeviceName, dtype: DType, len: usize) -> Result<UOp, EngineError> {
+    sweep();
+    Ok(adopt(device, dtype, open_device(device)?.alloc(dtype, len)?))
 }
 
 /// The contents of a realized `BUFFER`.

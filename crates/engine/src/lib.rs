@@ -21,7 +21,7 @@ mod realized;
 pub mod schedule;
 mod shapes;
 
-pub use buffers::{download, upload};
+pub use buffers::{alloc, download, upload};
 pub use cache::cached_kernels;
 pub use counters::{Counters, counters, reset_counters};
 pub use device::{Backend, CompiledProgram, DeviceBuffer, DeviceName, Launch};

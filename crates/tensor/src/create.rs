@@ -127,6 +127,33 @@ impl Tensor {
         }
     }
 
+    /// `steps` values from `start` to `stop` (both included when `steps > 1`), evenly spaced,
+    /// computed in float32 and cast to `dtype` (not bool).
+    pub fn linspace(start: f64, stop: f64, steps: usize, dtype: DType) -> Result<Tensor> {
+        if dtype.is_bool() {
+            return Err(TensorError::Argument { op: "linspace", why: "a bool dtype has no spacing".into() });
+        }
+        let device = Tensor::default_device()?;
+        if steps == 1 {
+            return Ok(Tensor::constant(&[1], ConstValue::Float(start), dtype, &device));
+        }
+        let step = (stop - start) / (steps.max(2) - 1) as f64;
+        Ok(Tensor::index(steps, DType::F32, &device).mul(step)?.add(start)?.cast(dtype))
+    }
+
+    /// A tensor of `shape` and `dtype` in a new buffer whose contents are unspecified (to be
+    /// written, e.g. by `assign`).
+    pub fn empty(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        let device = Tensor::default_device()?;
+        let buf = wgrad_engine::alloc(&device, dtype, numel(shape))?;
+        Ok(Tensor::from_uop(lazy::reshape(&buf, shape), shape.to_vec(), device))
+    }
+
+    /// [`Tensor::empty`] in this tensor's shape and dtype, on its device.
+    pub fn empty_like(&self) -> Result<Tensor> {
+        with_default_device(self.device(), || Tensor::empty(self.shape(), self.dtype()))
+    }
+
     /// `0, 1, .., n - 1` in `dtype` without a reduce: the sum over bits `b` of `2^b` times
     /// the bit itself, each bit the constant pattern `[0, 1]` broadcast in blocks of
     /// `2^b` (a padded constant seen through a reshape and an expand), so it is one fused

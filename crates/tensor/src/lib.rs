@@ -58,6 +58,7 @@ pub use error::{Operand, Result, TensorError};
 pub use index::Index;
 pub use loss::Reduction;
 pub use mode::{is_training, set_training, training};
+pub use random::Seed;
 pub use scatter::ScatterReduce;
 pub use tensor::Tensor;
 pub use wgrad_dtype::DType;
