@@ -14,22 +14,6 @@ fn ellipsis_letter(i: usize) -> char {
 }
 
 impl Tensor {
-    /// The diagonal of the equal dims `a` and `b`, as a last dim: the two dims last, merged,
-    /// padded by one row so the diagonal becomes the first column.
-    fn diagonal(&self, a: usize, b: usize) -> Result<Tensor> {
-        let n = self.shape()[a];
-        let rest: Vec<usize> = (0..self.ndim()).filter(|&i| i != a && i != b).collect();
-        let order: Vec<isize> = rest.iter().chain(&[a, b]).map(|&i| i as isize).collect();
-        let lead: Vec<usize> = rest.iter().map(|&i| self.shape()[i]).collect();
-        let flat = self.permute(&order)?.reshape_to(&[lead.clone(), vec![n * n]].concat());
-        let mut pads = vec![(0, 0); lead.len()];
-        pads.push((0, n));
-        let rows = flat.pad(&pads)?.reshape_to(&[lead.clone(), vec![n, n + 1]].concat());
-        let mut cut: Vec<(usize, usize)> = lead.iter().map(|&d| (0, d)).collect();
-        cut.extend([(0, n), (0, 1)]);
-        Ok(rows.shrink(&cut)?.reshape_to(&[lead, vec![n]].concat()))
-    }
-
     /// Einstein summation over `operands` (`"ij,jk->ik"`, `"ii->i"`, `"...ij,...jk"`):
     /// letters in the output are kept in its order, all others summed; without `->` the
     /// output is the letters used once, sorted (after any `...` dims).
@@ -77,7 +61,7 @@ impl Tensor {
                         x.shape()[b]
                     )));
                 }
-                x = x.diagonal(a, b)?;
+                x = x.diagonal(0, a as isize, b as isize)?;
                 let c = ls[a];
                 ls.retain(|&l| l != c);
                 ls.push(c);

@@ -31,6 +31,7 @@ mod error;
 mod getitem;
 mod gradient;
 mod index;
+mod linalg;
 mod loss;
 mod matmul;
 mod mode;

@@ -16,6 +16,19 @@ pub fn data(n: usize, seed: usize) -> Vec<f32> {
     (0..n).map(|i| ((i * 7919 + seed * 104_729 + 17) % 4000) as f32 / 1000.0 - 2.0).collect()
 }
 
+/// Pseudo-random values in `[-2, 2)` with no linear pattern (a hash of the position), for
+/// ops that need matrices of full rank.
+pub fn noise(n: usize, seed: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| {
+            let mut z = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                ^ (seed as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 31)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            ((z >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
+        })
+        .collect()
+}
+
 /// `n` distinct values in `[-2, 2)` in a scrambled order (no ties for sorts and maxima).
 pub fn distinct(n: usize, seed: usize) -> Vec<f32> {
     let step = 4.0 / n.max(1) as f32;
