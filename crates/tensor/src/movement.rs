@@ -224,4 +224,120 @@ impl Tensor {
         };
         Tensor::cat(&[&part(n - s, n)?, &part(0, n - s)?], a as isize)
     }
+
+    /// The same elements in `shape` (tinygrad's and PyTorch's `view`: [`Tensor::reshape`]).
+    pub fn view(&self, shape: &[isize]) -> Result<Tensor> {
+        self.reshape(shape)
+    }
+
+    /// Dim `dim` split into `sizes` (one of them may be `-1`, inferred).
+    pub fn unflatten(&self, dim: isize, sizes: &[isize]) -> Result<Tensor> {
+        let d = self.axis("unflatten", dim, self.ndim())?;
+        let signed = |dims: &[usize]| dims.iter().map(|&s| s as isize).collect::<Vec<_>>();
+        let shape = [signed(&self.shape()[..d]), sizes.to_vec(), signed(&self.shape()[d + 1..])].concat();
+        self.reshape(&shape).map_err(|_| self.movement_error("unflatten", sizes))
+    }
+
+    /// Dims 0 and 1 swapped (tinygrad's `T`: the transpose of a matrix; [`Tensor::t`] swaps
+    /// the last two dims instead, PyTorch's `.T` reverses all of them).
+    #[allow(non_snake_case)]
+    pub fn T(&self) -> Result<Tensor> {
+        self.transpose(1, 0)
+    }
+
+    /// Zeros (or `value`, cast to this dtype) added after the elements so that each dim has
+    /// its size in `shape` (`None` keeps a dim as it is); no dim may shrink.
+    pub fn pad_to(&self, shape: &[Option<usize>], value: impl Into<ConstValue>) -> Result<Tensor> {
+        let pads = self.to_shape("pad_to", shape, |s, t| t >= s)?;
+        self.pad_value(&pads.iter().map(|&(s, t)| (0, t - s)).collect::<Vec<_>>(), value)
+    }
+
+    /// The first elements of each dim, as many as `shape` says (`None` keeps a dim whole);
+    /// no dim may grow.
+    pub fn shrink_to(&self, shape: &[Option<usize>]) -> Result<Tensor> {
+        let sizes = self.to_shape("shrink_to", shape, |s, t| t <= s)?;
+        self.shrink(&sizes.iter().map(|&(_, t)| (0, t)).collect::<Vec<_>>())
+    }
+
+    /// Each dim's `(size, target)` for `pad_to`/`shrink_to`, checked by `fits`.
+    fn to_shape(
+        &self,
+        op: &'static str,
+        shape: &[Option<usize>],
+        fits: impl Fn(usize, usize) -> bool,
+    ) -> Result<Vec<(usize, usize)>> {
+        let sizes: Vec<(usize, usize)> =
+            self.shape().iter().zip(shape).map(|(&s, t)| (s, t.unwrap_or(s))).collect();
+        match shape.len() == self.ndim() && sizes.iter().all(|&(s, t)| fits(s, t)) {
+            true => Ok(sizes),
+            false => Err(self.movement_error(op, shape)),
+        }
+    }
+
+    /// Each element repeated `repeats` times in place along `dim` (`None`: of the
+    /// flattened tensor): `[1, 2]` becomes `[1, 1, 2, 2]`.
+    pub fn repeat_interleave(&self, repeats: usize, dim: Option<isize>) -> Result<Tensor> {
+        let (x, d) = match dim {
+            None => (self.flatten(0)?, 0),
+            Some(d) => (self.clone(), self.axis("repeat_interleave", d, self.ndim())?),
+        };
+        let shape = x.shape();
+        let lifted = [&shape[..=d], &[1], &shape[d + 1..]].concat();
+        let spread = [&shape[..=d], &[repeats], &shape[d + 1..]].concat();
+        let merged = [&shape[..d], &[shape[d] * repeats], &shape[d + 1..]].concat();
+        Ok(x.reshape_to(&lifted).expand(&spread)?.reshape_to(&merged))
+    }
+
+    /// The windows of `size` elements every `step` along `dim`: that dim becomes the
+    /// number of windows, `(len - size) / step + 1`, and a new last dim holds each window
+    /// (PyTorch's and tinygrad's `unfold`). Views only.
+    pub fn unfold(&self, dim: isize, size: usize, step: usize) -> Result<Tensor> {
+        let d = self.axis("unfold", dim, self.ndim())?;
+        let last = self.ndim() as isize - 1;
+        let windows = self.transpose(d as isize, last)?.pool("unfold", &[size], &[step], &[1])?;
+        // (.., windows at the end's place, size): the windows back to `dim`
+        windows.transpose(d as isize, last)
+    }
+
+    /// The tensors (each flattened) as coordinate grids of their lengths: with
+    /// [`Meshgrid::Ij`] the `k`-th varies along dim `k`; with [`Meshgrid::Xy`] the first two
+    /// are swapped (numpy's Cartesian indexing).
+    pub fn meshgrid(tensors: &[&Tensor], indexing: Meshgrid) -> Result<Vec<Tensor>> {
+        let n = tensors.len();
+        let mut lengths: Vec<usize> = tensors.iter().map(|t| t.numel()).collect();
+        let along = |k: usize| match (indexing, k) {
+            (Meshgrid::Xy, 0 | 1) if n > 1 => 1 - k,
+            _ => k,
+        };
+        if n > 1 && indexing == Meshgrid::Xy {
+            lengths.swap(0, 1);
+        }
+        tensors
+            .iter()
+            .enumerate()
+            .map(|(k, t)| {
+                let mut shape = vec![1; n];
+                shape[along(k)] = t.numel();
+                t.reshape_to(&shape).expand(&lengths)
+            })
+            .collect()
+    }
+
+    /// `fs` applied in order, each to the result of the one before (tinygrad's
+    /// `sequential`).
+    pub fn sequential(&self, fs: &[&Step]) -> Result<Tensor> {
+        fs.iter().try_fold(self.clone(), |x, f| f(&x))
+    }
+}
+
+/// One step of [`Tensor::sequential`].
+type Step = dyn Fn(&Tensor) -> Result<Tensor>;
+
+/// How [`Tensor::meshgrid`] lays out its grids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Meshgrid {
+    /// Matrix indexing: grid `k` varies along dim `k`.
+    Ij,
+    /// Cartesian indexing: the first two grids vary along dims 1 and 0.
+    Xy,
 }

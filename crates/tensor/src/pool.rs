@@ -125,7 +125,7 @@ impl Tensor {
 
     /// Windows of `kernel` x `kernel` over the last two dims, padded by `padding` on each side
     /// with `fill`, stride `stride` (`None`: the kernel).
-    fn pool2d(
+    pub(crate) fn pool2d(
         &self,
         op: &'static str,
         kernel: usize,
