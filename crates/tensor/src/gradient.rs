@@ -1,15 +1,17 @@
 //! Gradient rules as rewrite rules (tinygrad's `gradient.py`): for each op, the gradients
 //! of its sources from the gradient of its value, as a `Sink` with one entry per source
-//! (`Noop`: none). Gradients are lazy graphs like any other, fused when realized.
+//! (`Noop`: none). Gradients are lazy graphs like any other, fused when realized. A node with
+//! a custom gradient (`custom_grad.rs`) passes its gradient by its own backward instead.
 
 use std::f64::consts::{FRAC_PI_2, LN_2};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use wgrad_dtype::DType;
 use wgrad_engine::{Shapes, lazy};
 use wgrad_ops::{Arg, OpSet, Ops, PatternMatcher, UOp, UOpMap, UOpSet, UPat, rule};
 
 use crate::Tensor;
+use crate::custom_grad::{Backward, custom_grad};
 use crate::error::{Result, TensorError, ok};
 
 /// What a rule sees besides the node: the gradient of its value, and the graph's shapes.
@@ -218,16 +220,51 @@ fn pm_gradient() -> &'static PatternMatcher<GradCtx> {
     &PM
 }
 
+/// A node with a custom gradient: its inputs and its backward function.
+type Custom = (Vec<UOp>, Arc<Backward>);
+
+/// The sources autograd sees of `u`: its custom gradient's inputs, or its own.
+fn sources<'a>(customs: &'a UOpMap<Custom>, u: &'a UOp) -> &'a [UOp] {
+    customs.get(u).map_or(u.src(), |(inputs, _)| inputs.as_slice())
+}
+
+/// The graph under `root` in topological order as autograd sees it: a node with a custom
+/// gradient (returned in the map) has its inputs as sources, and the graph inside it is not
+/// visited.
+fn grad_graph(root: &UOp) -> (Vec<UOp>, UOpMap<Custom>) {
+    let mut customs = UOpMap::default();
+    let mut seen = UOpSet::default();
+    let mut order = vec![];
+    let mut stack: Vec<(UOp, bool)> = vec![(root.clone(), false)];
+    while let Some((u, expanded)) = stack.pop() {
+        if expanded {
+            order.push(u);
+            continue;
+        }
+        if !seen.insert(u.clone()) {
+            continue;
+        }
+        stack.push((u.clone(), true));
+        if let Some(custom) = custom_grad(&u) {
+            customs.insert(u.clone(), custom);
+        }
+        stack.extend(
+            sources(&customs, &u).iter().rev().filter(|s| !seen.contains(*s)).map(|s| (s.clone(), false)),
+        );
+    }
+    (order, customs)
+}
+
 /// The gradients of `root` with respect to `targets`, given the gradient `seed` of `root`:
 /// each node on a path from `root` to a target, latest first, passes its gradient to its
-/// sources by its rule; gradients reaching one node add up. Targets the graph does not use
-/// (or only through a detach) get no entry.
+/// sources by its rule (or its custom backward); gradients reaching one node add up. Targets
+/// the graph does not use (or only through a detach) get no entry.
 pub(crate) fn compute_gradient(root: &UOp, seed: &Tensor, targets: &[UOp]) -> Result<UOpMap<UOp>> {
-    let topo = root.toposort();
+    let (topo, customs) = grad_graph(root);
     let wanted: UOpSet = targets.iter().cloned().collect();
     let mut on_path = UOpSet::default();
     for u in &topo {
-        let leads = u.src().iter().any(|s| wanted.contains(s) || on_path.contains(s));
+        let leads = sources(&customs, u).iter().any(|s| wanted.contains(s) || on_path.contains(s));
         if leads && u.op() != Ops::Detach {
             on_path.insert(u.clone());
         }
@@ -236,7 +273,7 @@ pub(crate) fn compute_gradient(root: &UOp, seed: &Tensor, targets: &[UOp]) -> Re
     let mut reached: UOpSet = [root.clone()].into_iter().collect();
     for u in topo.iter().rev().filter(|u| u.op() != Ops::Detach) {
         if reached.contains(u) {
-            reached.extend(u.src().iter().cloned());
+            reached.extend(sources(&customs, u).iter().cloned());
         }
     }
     on_path.retain(|u| reached.contains(u));
@@ -245,13 +282,26 @@ pub(crate) fn compute_gradient(root: &UOp, seed: &Tensor, targets: &[UOp]) -> Re
     for u in topo.iter().rev().filter(|u| on_path.contains(*u)) {
         let Some(g) = got.get(u).cloned() else { continue };
         ctx.grad = g;
-        let out = pm_gradient().rewrite(u, &mut ctx).ok_or(TensorError::NoGradient(u.op()))?;
-        for (s, g) in u.src().iter().zip(out.src()) {
-            if g.op() == Ops::Noop || !(wanted.contains(s) || on_path.contains(s)) {
-                continue;
+        let srcs = sources(&customs, u);
+        let out: Vec<Option<Tensor>> = match customs.get(u) {
+            Some((inputs, backward)) => {
+                let inputs: Vec<Tensor> = inputs.iter().map(|i| ctx.t(i)).collect();
+                backward(&ctx.grad, &inputs)?
             }
-            let device = lazy::device_of(g)?;
-            let g = Tensor::from_uop(g.clone(), ctx.shape(s), device);
+            None => {
+                let out = pm_gradient().rewrite(u, &mut ctx).ok_or(TensorError::NoGradient(u.op()))?;
+                let mut gs = vec![];
+                for (s, g) in srcs.iter().zip(out.src()) {
+                    gs.push(match g.op() {
+                        Ops::Noop => None,
+                        _ => Some(Tensor::from_uop(g.clone(), ctx.shape(s), lazy::device_of(g)?)),
+                    });
+                }
+                gs
+            }
+        };
+        for (s, g) in srcs.iter().zip(out) {
+            let Some(g) = g.filter(|_| wanted.contains(s) || on_path.contains(s)) else { continue };
             let sum = match got.remove(s) {
                 Some(old) => &old + &g,
                 None => g,
@@ -261,7 +311,7 @@ pub(crate) fn compute_gradient(root: &UOp, seed: &Tensor, targets: &[UOp]) -> Re
     }
     // a target the graph uses (not only through a detach) that no gradient reaches
     // (through rounding, comparisons) gets zeros
-    let used = |t: &UOp| *t == *root || on_path.iter().any(|u| u.src().contains(t));
+    let used = |t: &UOp| *t == *root || on_path.iter().any(|u| sources(&customs, u).contains(t));
     let present: UOpSet = targets.iter().filter(|t| used(t)).cloned().collect();
     let mut out = UOpMap::default();
     for t in targets.iter().filter(|t| present.contains(*t)) {

@@ -23,6 +23,7 @@ mod autograd;
 mod binary;
 mod conv;
 mod create;
+mod custom_grad;
 pub mod datasets;
 mod dtype_conv;
 mod einops;

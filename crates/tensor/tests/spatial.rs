@@ -5,6 +5,7 @@ mod common;
 
 use common::devices;
 
+use wgrad_ops::Arg;
 use wgrad_tensor::{ConvOpts, Tensor, TensorError, with_default_device};
 
 /// Deterministic values in [-2, 2) for `n` elements.
@@ -28,8 +29,8 @@ fn strides(shape: &[usize]) -> Vec<usize> {
     s
 }
 
-/// A 2-d convolution on the host: its output and the gradients of the output's sum by the
-/// input and the weight. Input `(b, c, h, w)`, weight `(o, c / g, kh, kw)`.
+/// A 2-d convolution on the host: its output and the gradients of `(out * dy).sum()` (of
+/// `out.sum()` when `dy` is empty) by the input and the weight. Input `(b, c, h, w)`, weight `(o, c / g, kh, kw)`.
 struct RefConv {
     out: Vec<f64>,
     shape: Vec<usize>,
@@ -37,7 +38,15 @@ struct RefConv {
     gw: Vec<f64>,
 }
 
-fn ref_conv(x: &[f32], xs: &[usize], w: &[f32], ws: &[usize], o: &ConvOpts, pads: (usize, usize)) -> RefConv {
+fn ref_conv(
+    x: &[f32],
+    xs: &[usize],
+    w: &[f32],
+    ws: &[usize],
+    dy: &[f32],
+    o: &ConvOpts,
+    pads: (usize, usize),
+) -> RefConv {
     let (b, h, wd) = (xs[0], xs[2], xs[3]);
     let (co, cg, kh, kw) = (ws[0], ws[1], ws[2], ws[3]);
     let span = |k: usize| o.dilation * (k - 1) + 1;
@@ -58,9 +67,11 @@ fn ref_conv(x: &[f32], xs: &[usize], w: &[f32], ws: &[usize], o: &ConvOpts, pads
             }
             let xi = bi * sx[0] + (g * cg + ic) * sx[1] + yy as usize * sx[2] + xq as usize * sx[3];
             let wi = oc * sw[0] + ic * sw[1] + i * sw[2] + j * sw[3];
-            r.out[bi * so[0] + oc * so[1] + y * so[2] + xx] += f64::from(x[xi]) * f64::from(w[wi]);
-            r.gx[xi] += f64::from(w[wi]);
-            r.gw[wi] += f64::from(x[xi]);
+            let oi = bi * so[0] + oc * so[1] + y * so[2] + xx;
+            r.out[oi] += f64::from(x[xi]) * f64::from(w[wi]);
+            let d = dy.get(oi).map_or(1.0, |&d| f64::from(d)); // none given: the sum's gradient
+            r.gx[xi] += f64::from(w[wi]) * d;
+            r.gw[wi] += f64::from(x[xi]) * d;
         }
     }
     r
@@ -73,11 +84,14 @@ fn itertools(a: usize, b: usize, c: usize, d: usize) -> impl Iterator<Item = (us
     })
 }
 
-/// `conv2d` (or `conv1d` on `h = 1`) against the host, with gradients.
+/// `conv2d` (or `conv1d` on `h = 1`) against the host, with the gradients of the output
+/// weighted by an uneven `dy`.
 fn check_conv(xs: &[usize], ws: &[usize], opts: ConvOpts, one_d: bool) {
     let (xv, wv) = (data(xs.iter().product(), 1), data(ws.iter().product(), 2));
     let pads = if one_d { (0, opts.padding) } else { (opts.padding, opts.padding) };
-    let r = ref_conv(&xv, xs, &wv, ws, &opts, pads);
+    let r0 = ref_conv(&xv, xs, &wv, ws, &[], &opts, pads);
+    let dy = data(r0.out.len(), 3);
+    let r = ref_conv(&xv, xs, &wv, ws, &dy, &opts, pads);
     for device in devices() {
         with_default_device(&device, || {
             let (x, w) = if one_d {
@@ -95,7 +109,8 @@ fn check_conv(xs: &[usize], ws: &[usize], opts: ConvOpts, one_d: bool) {
             }
             assert_eq!(y.shape(), want_shape.as_slice(), "{device} {opts:?}");
             close(&format!("{device} {opts:?} out"), &y.to_vec::<f32>().unwrap(), &r.out, 1e-5);
-            y.sum(&[], false).unwrap().backward().unwrap();
+            let dy = Tensor::from_slice(&dy, y.shape()).unwrap();
+            (&y * &dy).sum(&[], false).unwrap().backward().unwrap();
             close(&format!("{device} {opts:?} dx"), &x.grad().unwrap().to_vec::<f32>().unwrap(), &r.gx, 1e-4);
             close(&format!("{device} {opts:?} dw"), &w.grad().unwrap().to_vec::<f32>().unwrap(), &r.gw, 1e-4);
         });
@@ -241,6 +256,58 @@ fn conv_forward_is_one_kernel() {
             assert_eq!(y.schedule(32).unwrap().kernel_count(), 1, "{device} conv2d");
             let p = y.max_pool2d(2, None, 0).unwrap();
             assert_eq!(p.schedule(32).unwrap().kernel_count(), 2, "{device} conv2d + max_pool2d");
+        });
+    }
+}
+
+/// The input gradient `dx` of `(conv2d(x, w) * dy).sum()`, and `w`.
+fn input_gradient(xv: &[f32], wv: &[f32], dyv: &[f32]) -> (Tensor, Tensor) {
+    let x = Tensor::from_slice(xv, &[4, 3, 9, 9]).unwrap();
+    let w = Tensor::from_slice(wv, &[5, 3, 3, 3]).unwrap();
+    x.set_requires_grad(true).unwrap();
+    w.set_requires_grad(true).unwrap();
+    let y = x.conv2d(&w, None, &ConvOpts::default()).unwrap();
+    let dy = Tensor::from_slice(dyv, y.shape()).unwrap();
+    (&y * &dy).sum(&[], false).unwrap().backward().unwrap();
+    (x.grad().unwrap(), w)
+}
+
+/// `sum(dx^2)`: quadratic in `w`, so a central difference gives its gradient exactly (up to
+/// rounding).
+fn energy(dx: &Tensor) -> Tensor {
+    (dx * dx).sum(&[], false).unwrap()
+}
+
+#[test]
+fn conv_gradients_are_direct_convolutions() {
+    let (xv, wv, dyv) = (data(4 * 3 * 9 * 9, 1), data(5 * 3 * 3 * 3, 2), data(4 * 5 * 7 * 7, 3));
+    for device in devices() {
+        with_default_device(&device, || {
+            let (gx, w) = input_gradient(&xv, &wv, &dyv);
+            // the input gradient is one convolution of the output gradient into a tensor of the
+            // input's size (no window-sized tensor summed back), the weight gradient one reduce
+            let schedule = gx.schedule(32).unwrap();
+            assert_eq!(schedule.kernel_count(), 1, "{device}");
+            let out = schedule.items[0].bufs[0].arg().clone();
+            assert!(matches!(out, Arg::Buffer { size, .. } if size == gx.numel()), "{device}: {out:?}");
+            assert_eq!(w.grad().unwrap().schedule(32).unwrap().kernel_count(), 1, "{device}");
+            // the gradient of the gradient (through the same custom backward) against central
+            // differences
+            w.zero_grad();
+            energy(&gx).backward().unwrap();
+            let got = w.grad().unwrap().to_vec::<f32>().unwrap();
+            for i in [0, 13, 80] {
+                let (mut up, mut down) = (wv.clone(), wv.clone());
+                up[i] += 0.5;
+                down[i] -= 0.5;
+                let at = |wv: &[f32]| energy(&input_gradient(&xv, wv, &dyv).0).item::<f32>().unwrap();
+                let diff = at(&up) - at(&down);
+                assert!(
+                    (got[i] - diff).abs() <= 1e-3 * diff.abs() + 1e-2,
+                    "{device} w[{i}]: {} != {diff}",
+                    got[i]
+                );
+            }
         });
     }
 }
