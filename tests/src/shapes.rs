@@ -1,5 +1,5 @@
 //! Kernel ASTs of the shapes the heuristics give plans of their own (register tiles for
-//! matmuls and convolutions, grouped row and column reductions, softmax's reductions), at sizes
+//! matmuls and convolutions forward and backward, grouped row and column reductions, softmax's reductions), at sizes
 //! small enough for the interpreter and odd enough to reach padding and fallbacks, and targets
 //! that make those plans fire on such sizes.
 
@@ -49,6 +49,67 @@ pub fn conv(b: usize, ci: usize, co: usize, hw: usize, kk: usize) -> Case {
     Case { ast, buffers, outputs: 1 }
 }
 
+/// A view of `shape` with signed `strides`, `offset` and an optional `mask`.
+fn signed_view(shape: &[usize], strides: &[i64], offset: i64, mask: Option<&[(usize, usize)]>) -> View {
+    let strides: Vec<Sint> = strides.iter().map(|&s| Sint::from(s)).collect();
+    let mask: Option<Vec<(Sint, Sint)>> =
+        mask.map(|m| m.iter().map(|&(b, e)| (Sint::from(b as i64), Sint::from(e as i64))).collect());
+    View::new(&sints(shape), &strides, Sint::from(offset), mask.as_deref()).expect("a valid view")
+}
+
+fn load_st(slot: i64, st: ShapeTracker) -> UOp {
+    UOp::load(DType::F32, [UOp::define_global(DType::F32, slot), UOp::view(st)])
+}
+
+/// The input gradient of a valid `kk x kk` convolution of `(b, ci, hw, hw)` by `(co, ci, kk,
+/// kk)` as a direct convolution: the output gradient `(b, co, o, o)` padded by `kk - 1` (a
+/// masked view under the windows) times the flipped weight, summed over `(co, ky, kx)`. With
+/// `relu`, the image side is the output gradient times a second buffer read through the same
+/// windows (a fused activation gradient).
+pub fn conv_input_grad(b: usize, ci: usize, co: usize, hw: usize, kk: usize, relu: bool) -> Case {
+    let (o, p) = (hw - kk + 1, kk - 1);
+    let hp = o + 2 * p;
+    let padded = signed_view(
+        &[b, co, hp, hp],
+        &[(co * o * o) as i64, (o * o) as i64, o as i64, 1],
+        -((p * o + p) as i64),
+        Some(&[(0, b), (0, co), (p, p + o), (p, p + o)]),
+    );
+    let shape = [b, ci, hw, hw, co, kk, kk];
+    let windows = |hp: usize| {
+        let strides = [co * hp * hp, 0, hp, 1, hp * hp, hp, 1].map(|s| s as i64);
+        signed_view(&shape, &strides, 0, None)
+    };
+    let image_st = || ShapeTracker::from_views(vec![padded.clone(), windows(hp)]).expect("two views");
+    // the weight (co, ci, ky, kx) flipped along ky and kx
+    let w_strides = [0, (kk * kk) as i64, 0, 0, (ci * kk * kk) as i64, -(kk as i64), -1];
+    let w = load_st(2, ShapeTracker::from_view(signed_view(&shape, &w_strides, (kk * kk - 1) as i64, None)));
+    let image = match relu {
+        true => load_st(1, image_st()) * load_st(3, image_st()),
+        false => load_st(1, image_st()),
+    };
+    let ast = store(&[b, ci, hw, hw, 1, 1, 1], (image * w).reduce_axis(Ops::Add, &[4, 5, 6]));
+    let mut buffers =
+        vec![(DType::F32, b * ci * hw * hw), (DType::F32, b * co * o * o), (DType::F32, co * ci * kk * kk)];
+    if relu {
+        buffers.push((DType::F32, b * co * o * o));
+    }
+    Case { ast, buffers, outputs: 1 }
+}
+
+/// The weight gradient of a valid `kk x kk` convolution of `(b, ci, hw, hw)` by `(co, ci, kk,
+/// kk)`: the windows of the input times the output gradient, summed over `(b, oy, ox)`.
+pub fn conv_weight_grad(b: usize, ci: usize, co: usize, hw: usize, kk: usize) -> Case {
+    let o = hw - kk + 1;
+    let shape = [co, ci, kk, kk, b, o, o];
+    let x = load(1, &shape, &[0, hw * hw, hw, 1, ci * hw * hw, hw, 1]);
+    let dy = load(2, &shape, &[o * o, 0, 0, 0, co * o * o, o, 1]);
+    let ast = store(&[co, ci, kk, kk, 1, 1, 1], (x * dy).reduce_axis(Ops::Add, &[4, 5, 6]));
+    let buffers =
+        vec![(DType::F32, co * ci * kk * kk), (DType::F32, b * ci * hw * hw), (DType::F32, b * co * o * o)];
+    Case { ast, buffers, outputs: 1 }
+}
+
 /// The sum over `axis` of a contiguous `(rows, cols)` buffer.
 pub fn sum(rows: usize, cols: usize, axis: usize) -> Case {
     let out = if axis == 1 { [rows, 1] } else { [1, cols] };
@@ -79,6 +140,10 @@ pub fn tuned_cases() -> Vec<(String, Case)> {
         ("matmul 61x67x13 (primes: padded)".into(), matmul(61, 67, 13)),
         ("conv 4x3x8 12x12 k5".into(), conv(4, 3, 8, 12, 5)),
         ("conv 2x8x16 10x10 k3".into(), conv(2, 8, 16, 10, 3)),
+        ("conv input gradient 2x3x8 11x11 k5".into(), conv_input_grad(2, 3, 8, 11, 5, false)),
+        ("conv input gradient 3x5x4 7x7 k3, fused relu".into(), conv_input_grad(3, 5, 4, 7, 3, true)),
+        ("conv weight gradient 3x4x8 12x12 k5".into(), conv_weight_grad(3, 4, 8, 12, 5)),
+        ("conv weight gradient 2x3x5 9x9 k2".into(), conv_weight_grad(2, 3, 5, 9, 2)),
         ("row sum 24x1024".into(), sum(24, 1024, 1)),
         ("row sum 5x400".into(), sum(5, 400, 1)),
         ("row sum 7x1021 (prime)".into(), sum(7, 1021, 1)),

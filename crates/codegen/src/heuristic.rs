@@ -1,6 +1,7 @@
 //! Hand-coded optimisations: the opts a kernel gets without a search. First the shapes that
-//! want a plan of their own: a matrix-vector product (tinygrad's matvec opts), a matmul-shaped
-//! kernel (a register tile, `tile`), a long reduce with few outputs (a grouped reduce,
+//! want a plan of their own: a matrix-vector product (tinygrad's matvec opts), a convolution
+//! (a register tile over filters and window positions, `conv`), a matmul-shaped kernel (a
+//! register tile, `tile`), a long reduce with few outputs (a grouped reduce,
 //! `grouping`); every other kernel gets tinygrad v0.10's remaining rules in order (masked and
 //! broadcast upcasts, unrolling, one more upcast, locals). An opt the kernel or target refuses
 //! is skipped; the caller decides whether to optimise at all (NOOPT).
@@ -10,6 +11,7 @@ use wgrad_shape::{ShapeTracker, Sint};
 
 use crate::{Kernel, Opt, OptOps};
 
+mod conv;
 mod grouping;
 mod operands;
 mod tile;
@@ -40,7 +42,7 @@ fn last_stride(st: &ShapeTracker, axis: usize) -> i64 {
 
 /// Optimises `k` without a search (see the module doc for the order of the rules).
 pub fn hand_coded_optimizations(k: &mut Kernel) {
-    if matvec(k) || tile::register_tile(k) || grouping::group_reduce(k) {
+    if matvec(k) || conv::conv_tile(k) || tile::register_tile(k) || grouping::group_reduce(k) {
         return;
     }
     upcast_masked(k);

@@ -142,21 +142,6 @@ fn smaller_gemm_takes_a_smaller_tile_to_keep_threads() {
 }
 
 #[test]
-fn convolution_is_tiled_over_output_channels_and_positions() {
-    // y[b, co, oy, ox] = sum_{ci, ky, kx} x[b, ci, oy + ky, ox + kx] * w[co, ci, ky, kx]
-    let (b, ci, co, hw, kk) = (512, 32, 32, 24, 5);
-    let o = hw - kk + 1;
-    let shape = [b, co, o, o, ci, kk, kk];
-    let x = load(1, strided(&shape, &[ci * hw * hw, 0, hw, 1, hw * hw, hw, 1], 0));
-    let w = load(2, strided(&shape, &[0, ci * kk * kk, 0, 0, kk * kk, kk, 1], 0));
-    let out = strided(&[b, co, o, o, 1, 1, 1], &[co * o * o, o * o, o, 1, 0, 0, 0], 0);
-    let k = optimized(&store_ast(out, (x * w).reduce_axis(Ops::Add, &[4, 5, 6])), big_gpu());
-    assert_eq!(k.upcasted(), 3, "two tile axes and the unrolled kernel row: {}", k.describe());
-    assert_eq!(k.applied_opts()[1], opt(Upcast, 1, 8), "eight output channels a thread");
-    assert!(k.local_size() >= 64, "{}", k.describe());
-}
-
-#[test]
 fn small_reduce_axes_are_unrolled() {
     let x = load(1, strided(&[64, 64, 3, 3], &[576, 9, 1, 3], 0));
     let k =
