@@ -6,16 +6,18 @@
 //! falling linearly to zero over the run; 2e-3), `--data DIR`,
 //! `--seed N` (0).
 //! Batches are sampled on the host (seeded) and uploaded; each step is one backward pass
-//! and one Adam update.
+//! and one Adam update. It prints the device, a progress bar with the loss and the time left
+//! (on stderr), and, when the kernels run on the CPU (lavapipe or the interpreter), how long
+//! the run will take once the second step has shown the pace.
 #![allow(clippy::print_stdout)] // an example's job is to print
 
 mod model;
 
 use std::error::Error;
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use indicatif::{ProgressBar, ProgressStyle};
 use wgrad_tensor::datasets::mnist::{Digits, Mnist};
 use wgrad_tensor::optim::Optimizer;
 use wgrad_tensor::{DeviceName, Tensor};
@@ -81,6 +83,34 @@ fn accuracy(model: &Model, digits: &Digits, batch: usize) -> Result<f64, Box<dyn
     Ok(100.0 * right as f64 / digits.len().max(1) as f64)
 }
 
+/// The device's name, and whether it runs kernels on the host's CPU (the interpreter, or a
+/// software Vulkan driver such as lavapipe: a device that wants few threads in flight).
+fn describe(device: &DeviceName) -> Result<(String, bool), Box<dyn Error>> {
+    let backend = wgrad_engine::device::open_device(device)?;
+    Ok((backend.name(), backend.target().parallelism <= CPU_PARALLELISM))
+}
+
+/// A device wanting at most this many threads in flight is a CPU (lavapipe wants 256).
+const CPU_PARALLELISM: usize = 1 << 10;
+
+/// `secs` as `1 min 20 s` or `42 s`.
+fn duration(secs: f64) -> String {
+    let s = secs.round() as u64;
+    if s >= 60 { format!("{} min {} s", s / 60, s % 60) } else { format!("{s} s") }
+}
+
+/// The progress bar of `steps` training steps on stderr (hidden when stderr is not a
+/// terminal; the caller then prints a line now and then).
+fn progress(steps: usize) -> ProgressBar {
+    let bar = ProgressBar::new(steps as u64);
+    let style =
+        ProgressStyle::with_template("{bar:30.cyan/blue} step {pos}/{len}  {msg}  {elapsed} (ETA {eta})")
+            .expect("a valid template")
+            .progress_chars("=> ");
+    bar.set_style(style);
+    bar
+}
+
 fn main() -> Result<(), Box<dyn Error>> {
     let args = parse_args()?;
     let start = Instant::now();
@@ -89,22 +119,27 @@ fn main() -> Result<(), Box<dyn Error>> {
         None => Mnist::sample()?,
     };
     let device = Tensor::default_device()?;
+    let (name, on_cpu) = describe(&device)?;
+    println!("device: {name}");
     if device == DeviceName::Cpu && std::env::var_os("WGRAD_DEVICE").is_none() {
-        eprintln!(
+        println!(
             "note: no GPU adapter, so this runs on the CPU interpreter and takes hours; \
              `cargo xtask setup` installs the lavapipe software Vulkan driver (minutes)"
         );
     }
     println!(
-        "{} training and {} test digits; {} steps of {} on {device}",
+        "{} training and {} test digits; {} steps of {}, Adam, learning rate {} falling to 0",
         data.train.len(),
         data.test.len(),
         args.steps,
-        args.batch
+        args.batch,
+        args.lr
     );
     let model = Model::new(args.seed)?;
     let mut opt = optimizer(&model, args.lr)?;
     let mut sampler = Sampler(args.seed);
+    let bar = progress(args.steps);
+    let every = (args.steps / 10).max(1);
     let train_start = Instant::now();
     for step in 1..=args.steps {
         let step_start = Instant::now();
@@ -113,17 +148,34 @@ fn main() -> Result<(), Box<dyn Error>> {
         let picks: Vec<usize> = (0..args.batch).map(|_| sampler.below(data.train.len())).collect();
         let (x, y) = data.train.batch(&picks)?;
         let loss = train_step(&model, &mut opt, &x, &y)?;
-        let ms = step_start.elapsed().as_secs_f64() * 1e3;
         let per_s = (step * args.batch) as f64 / train_start.elapsed().as_secs_f64();
-        print!("\rstep {step:>4}/{}  loss {loss:6.3}  {per_s:6.0} examples/s  {ms:7.1} ms/step", args.steps);
-        std::io::stdout().flush()?;
+        bar.set_message(format!("loss {loss:.3}  {per_s:.0} digits/s"));
+        bar.inc(1);
+        // the first step compiles the kernels; the second shows the pace
+        if on_cpu && step == 2 && args.steps > 2 {
+            let secs = step_start.elapsed().as_secs_f64();
+            let evaluation = secs * data.test.len() as f64 / (3 * args.batch) as f64;
+            let note = format!(
+                "no GPU: {name} runs the kernels on this machine's CPU; at {secs:.2} s a step, \
+                 about {} more to train and {} to evaluate",
+                duration(secs * (args.steps - 2) as f64),
+                duration(evaluation)
+            );
+            // a hidden bar (stderr not a terminal) prints nothing, not even its println
+            if bar.is_hidden() { println!("{note}") } else { bar.println(note) }
+        }
+        if bar.is_hidden() && (step % every == 0 || step == args.steps) {
+            println!("step {step}/{}  loss {loss:.3}  {per_s:.0} digits/s", args.steps);
+        }
     }
+    bar.finish_and_clear();
     let train_s = train_start.elapsed().as_secs_f64();
     let acc = accuracy(&model, &data.test, 500)?;
     println!(
-        "\ntest accuracy {acc:.2}% on {} digits; {:.1} s in all, {:.1} ms/step training",
+        "test accuracy {acc:.2}% on {} digits; {:.1} s in all ({:.1} s training, {:.0} ms a step)",
         data.test.len(),
         start.elapsed().as_secs_f64(),
+        train_s,
         1e3 * train_s / args.steps.max(1) as f64
     );
     Ok(())
