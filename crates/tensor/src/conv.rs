@@ -54,7 +54,7 @@ impl Tensor {
 
     /// The spatial dims (all after the first two) spread out by `stride`: `stride - 1` zeros
     /// after each element but the last.
-    fn spread(&self, stride: usize) -> Result<Tensor> {
+    fn stride_dilated(&self, stride: usize) -> Result<Tensor> {
         if stride == 1 {
             return Ok(self.clone());
         }
@@ -235,7 +235,7 @@ impl Tensor {
             return Err(bad("input channels differ".into()));
         }
         let kernel = &weight.shape()[2..];
-        let (w, x) = (weight.transposed_weight(g)?, self.spread(opts.stride)?);
+        let (w, x) = (weight.transposed_weight(g)?, self.stride_dilated(opts.stride)?);
         let pads: Vec<(isize, isize)> = kernel
             .iter()
             .map(|&k| {
@@ -274,7 +274,7 @@ fn conv_backward(
         })
         .collect();
     let flipped = w.transposed_weight(g)?;
-    let dx = dy.spread(opts.stride)?.conv(
+    let dx = dy.stride_dilated(opts.stride)?.conv(
         op,
         &flipped,
         None,
