@@ -61,7 +61,8 @@ impl Case {
         Case { ast: UOp::sink(stores), buffers, outputs }
     }
 
-    /// Input data per slot (outputs get an empty list): small values, floats in quarters.
+    /// Input data per slot (outputs get an empty list): small values (cast to the slot's
+    /// dtype, so unsigned ones wrap), floats in quarters.
     pub fn inputs(&self, r: &mut Rng) -> Vec<Vec<ConstValue>> {
         self.buffers
             .iter()
@@ -73,7 +74,11 @@ impl Case {
                 (0..n)
                     .map(|_| {
                         let v = r.below(17) as i64 - 8;
-                        if dtype.is_float() { ConstValue::Float(v as f64 / 4.0) } else { ConstValue::Int(v) }
+                        if dtype.is_float() {
+                            ConstValue::Float(v as f64 / 4.0)
+                        } else {
+                            ConstValue::Int(v).cast(dtype)
+                        }
                     })
                     .collect()
             })

@@ -1,18 +1,20 @@
 //! Random kernel ASTs under no opts, the heuristics on three targets and random accepted opt
-//! sequences: lowered, linearized and interpreted, the result equals the independent AST
-//! evaluator's. `WGRAD_DIFF_CASES` sets the number of cases (500).
+//! sequences, and the vectorizer's cases: lowered, vectorized, linearized and interpreted, the
+//! result equals the independent AST evaluator's. `WGRAD_DIFF_CASES` sets the number of random
+//! cases (500).
 
 use wgrad_codegen::ast_eval::eval_ast;
 use wgrad_codegen::{CodegenError, LowerError, OptMode, Target, compile};
 use wgrad_conformance::random_ast::Case;
 use wgrad_conformance::shapes::{tuned_cases, tuned_targets};
+use wgrad_conformance::vectors::{vector_accesses, vector_cases};
 use wgrad_conformance::{Rng, close};
 use wgrad_dtype::ConstValue;
 use wgrad_runtime_cpu::run;
 
 /// Compiles `case` with `mode` for `target`, runs it on the interpreter and compares with the
-/// evaluator.
-fn check_on(target: &Target, case: &Case, mode: &OptMode, inputs: &[Vec<ConstValue>], label: &str) {
+/// evaluator; returns the program's number of vector accesses.
+fn check_on(target: &Target, case: &Case, mode: &OptMode, inputs: &[Vec<ConstValue>], label: &str) -> usize {
     let mut expected: Vec<Vec<ConstValue>> = case
         .buffers
         .iter()
@@ -25,7 +27,7 @@ fn check_on(target: &Target, case: &Case, mode: &OptMode, inputs: &[Vec<ConstVal
     let (k, program) = match compile(&case.ast, target, mode, "k") {
         Ok(done) => done,
         // a grid too large for a tiny target is a typed refusal, not a wrong answer
-        Err(CodegenError::Lower(LowerError::LaunchTooLarge { .. })) if target.name == "tiny" => return,
+        Err(CodegenError::Lower(LowerError::LaunchTooLarge { .. })) if target.name == "tiny" => return 0,
         Err(e) => panic!("{label}: compile failed: {e}"),
     };
     let mut bufs = case.cpu_buffers(inputs);
@@ -41,12 +43,14 @@ fn check_on(target: &Target, case: &Case, mode: &OptMode, inputs: &[Vec<ConstVal
             k.describe(),
         );
     }
+    vector_accesses(&program)
 }
 
 #[test]
 fn random_kernels_match_the_ast_evaluator() {
     let cases = std::env::var("WGRAD_DIFF_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(500u64);
     let generic = Target::generic_gpu();
+    let mut vectorized = 0;
     for seed in 0..cases {
         let mut r = Rng(seed);
         let case = Case::random(&mut r);
@@ -62,8 +66,34 @@ fn random_kernels_match_the_ast_evaluator() {
             &format!("seed {seed} no locals"),
         );
         let opts = case.random_opts(&mut r, &generic);
-        check_on(&generic, &case, &opts, &inputs, &format!("seed {seed} opts {opts:?}"));
+        let wide = check_on(&generic, &case, &opts, &inputs, &format!("seed {seed} opts {opts:?}"));
+        vectorized += usize::from(wide > 0);
     }
+    // the random opts must keep exercising the vectorizer
+    assert!(
+        vectorized as u64 * 10 >= cases,
+        "{vectorized} of {cases} random opt sequences made vector accesses"
+    );
+}
+
+#[test]
+fn vector_cases_match_the_ast_evaluator() {
+    let targets = [Target::generic_gpu(), Target { has_f16: false, ..Target::generic_gpu() }];
+    let cases = vector_cases();
+    let mut vectorized = 0;
+    for (name, case, opts) in &cases {
+        let inputs = case.inputs(&mut Rng(11));
+        for target in &targets {
+            let label = format!("{name} (f16: {})", target.has_f16);
+            let wide = check_on(target, case, &OptMode::Given(opts.clone()), &inputs, &label);
+            vectorized += usize::from(wide > 0);
+        }
+    }
+    assert!(
+        vectorized * 3 >= cases.len(),
+        "only {vectorized} of {} programs made vector accesses",
+        2 * cases.len()
+    );
 }
 
 #[test]

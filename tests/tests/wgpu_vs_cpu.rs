@@ -1,11 +1,13 @@
 //! Random kernel ASTs compiled for the wgpu device's own target (no opts, the heuristics and a
-//! random accepted opt sequence), rendered to WGSL and run on wgpu (Mesa lavapipe in CI), give
-//! the CPU interpreter's results on the same `Program`: integers bit for bit, floats within
-//! tinygrad's tolerance. `WGRAD_GPU_DIFF_CASES` sets the number of cases (300).
+//! random accepted opt sequence), the vectorizer's cases and the shapes the heuristics plan for,
+//! rendered to WGSL and run on wgpu (Mesa lavapipe in CI), give the CPU interpreter's results on
+//! the same `Program`: integers bit for bit, floats within tinygrad's tolerance.
+//! `WGRAD_GPU_DIFF_CASES` sets the number of random cases (300).
 
 use wgrad_codegen::{OptMode, Program, compile};
 use wgrad_conformance::random_ast::Case;
 use wgrad_conformance::shapes::{tuned_cases, tuned_targets};
+use wgrad_conformance::vectors::{vector_accesses, vector_cases};
 use wgrad_conformance::{Rng, close, wgpu_device};
 use wgrad_dtype::ConstValue;
 use wgrad_runtime_cpu::{CpuBuffer, run};
@@ -18,7 +20,10 @@ fn check(device: &Device, case: &Case, program: &Program, inputs: &[Vec<ConstVal
         .iter()
         .map(|b| {
             let buf = device.alloc_elements(b.dtype(), b.len()).expect("alloc");
-            device.write(&buf, 0, &b.to_bytes()).expect("upload");
+            // writes come in 4-byte words: an odd count of 8- or 16-bit elements is padded
+            let mut bytes = b.to_bytes();
+            bytes.resize(bytes.len().next_multiple_of(4), 0);
+            device.write(&buf, 0, &bytes).expect("upload");
             buf
         })
         .collect();
@@ -48,6 +53,7 @@ fn random_kernels_on_wgpu_match_the_interpreter() {
     let Some(device) = wgpu_device() else { return };
     let target = device.target();
     let cases = std::env::var("WGRAD_GPU_DIFF_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(300u64);
+    let mut vectorized = 0;
     for seed in 0..cases {
         let mut r = Rng(seed);
         let case = Case::random(&mut r);
@@ -58,7 +64,24 @@ fn random_kernels_on_wgpu_match_the_interpreter() {
             let (_, program) = compile(&case.ast, &target, &mode, "k")
                 .unwrap_or_else(|e| panic!("{label}: codegen failed: {e}"));
             check(&device, &case, &program, &inputs, &label);
+            vectorized += usize::from(vector_accesses(&program) > 0);
         }
+    }
+    assert!(
+        vectorized as u64 * 10 >= cases,
+        "only {vectorized} of {} programs made vector accesses",
+        3 * cases
+    );
+}
+
+#[test]
+fn vector_cases_on_wgpu_match_the_interpreter() {
+    let Some(device) = wgpu_device() else { return };
+    for (name, case, opts) in vector_cases() {
+        let inputs = case.inputs(&mut Rng(11));
+        let (_, program) = compile(&case.ast, &device.target(), &OptMode::Given(opts), "k")
+            .unwrap_or_else(|e| panic!("{name}: codegen failed: {e}"));
+        check(&device, &case, &program, &inputs, &name);
     }
 }
 

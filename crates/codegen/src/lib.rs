@@ -1,9 +1,11 @@
-//! Kernel optimisation and lowering of wgrad: OptOps, heuristics, lowerer, expander and linearizer.
+//! Kernel optimisation and lowering of wgrad: OptOps, heuristics, lowerer, vectorizer and
+//! linearizer.
 //!
 //! A kernel AST (see `wgrad_ops`) becomes a [`Kernel`] for a [`Target`]; [`Opt`]s from
 //! [`hand_coded_optimizations`] (or a search) reshape its axes, and
-//! [`Kernel::get_optimized_ast`] hands the result to the lowerer. [`ast_eval`] is an
-//! independent reference evaluator of kernel ASTs for tests.
+//! [`Kernel::get_optimized_ast`] hands the result to the lowerer; [`vectorize`] folds
+//! neighbouring lanes into vector loads and stores, and [`linearize`] orders the result into a
+//! [`Program`]. [`ast_eval`] is an independent reference evaluator of kernel ASTs for tests.
 
 pub mod ast_eval;
 mod heuristic;
@@ -17,6 +19,8 @@ pub use opt::{Opt, OptError, OptOps};
 pub use target::{Target, TensorCoreShape};
 mod lowerer;
 pub use lowerer::{LowerError, lower};
+mod vectorize;
+pub use vectorize::vectorize;
 mod linearize;
 mod program;
 pub use linearize::{LinearizeError, linearize};

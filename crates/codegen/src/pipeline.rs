@@ -1,12 +1,12 @@
 //! The codegen pipeline as one list of named steps: kernel AST -> [`Kernel`] -> opts ->
-//! lowered graph -> linear [`Program`].
+//! lowered graph -> vector loads and stores -> linear [`Program`].
 
 use thiserror::Error;
 use wgrad_ops::{OpsError, UOp, verify};
 
 use crate::{
     Kernel, LinearizeError, LowerError, Opt, OptError, Program, Target, hand_coded_optimizations, linearize,
-    lower,
+    lower, vectorize,
 };
 
 /// Which optimisations a kernel gets.
@@ -60,5 +60,6 @@ pub fn compile(
 /// the opts (what a search runs for each candidate it builds).
 pub fn compile_kernel(k: &Kernel, name: &str) -> Result<Program, CodegenError> {
     let sink = lower(k)?;
+    let sink = vectorize(&sink.simplify(), k.target());
     Ok(linearize(&sink, name)?)
 }

@@ -132,6 +132,19 @@ impl UOp {
         UOp::new(Ops::Index, self.dtype(), [self.clone(), idx.clone()], Arg::None)
     }
 
+    /// Lane `lane` of the vector `self` (a `Gep`).
+    pub fn gep(&self, lane: usize) -> UOp {
+        let dtype = self.dtype().scalar_dtype();
+        UOp::new(Ops::Gep, dtype, [self.clone()], Arg::Ints([lane as i64].into()))
+    }
+
+    /// The vector of the scalars `lanes`, all of one dtype (a `Vectorize`).
+    pub fn vectorize(lanes: &[UOp]) -> UOp {
+        let count = u32::try_from(lanes.len()).unwrap_or(u32::MAX).max(1);
+        let dtype = lanes.first().map_or(DType::VOID, UOp::dtype).vec(count);
+        UOp::new(Ops::Vectorize, dtype, lanes, Arg::None)
+    }
+
     /// Kernel-AST reduce of `self` with `op` over `axes`.
     pub fn reduce_axis(&self, op: Ops, axes: &[usize]) -> UOp {
         UOp::new(Ops::ReduceAxis, self.dtype(), [self.clone()], Arg::ReduceAxis(op, axes.into()))

@@ -136,12 +136,12 @@ pub fn estimate(ast: &UOp) -> Estimate {
             Ops::ReduceAxis | Ops::Reduce => flops = ext[&u.src()[0]].count(),
             Ops::Load => {
                 let elems = u.src().get(1).and_then(view_footprint).unwrap_or(runs);
-                est.bytes_read += elems * (u.dtype().itemsize() * u.dtype().count() as usize) as u64;
+                est.bytes_read += elems * u.dtype().itemsize() as u64;
             }
             Ops::Store => {
                 let value = u.src().last().map_or(DType::VOID, UOp::dtype);
                 let elems = u.src().get(1).and_then(view_footprint).unwrap_or(runs);
-                est.bytes_written += elems * (value.itemsize() * value.count() as usize) as u64;
+                est.bytes_written += elems * value.itemsize() as u64;
             }
             _ => {}
         }

@@ -8,10 +8,13 @@
 //!   `DefineVar` an int dtype and a variable arg;
 //!   `Range` one integer source of its own dtype; `Special` a (name, size) arg.
 //! - `Bitcast` keeps the item size; `Cast` has one source.
-//! - `Index` is (pointer, int index, bool gate?) and a pointer; `Load` reads from a pointer
+//! - `Index` is (pointer, int index, bool gate?) and the same pointer, or a pointer to vectors of
+//!   its element (`T.vec(w).ptr()`: the index counts vectors of `w`); `Load` reads from a pointer
 //!   (optionally through a view or index, optionally gated) the pointer's element type;
 //!   `Store` is void and its value has the pointer's element type; `Sink` is void.
 //! - `ReduceAxis` has an (Add|Mul|Max, axes) arg; `Reduce` reduces over `Range` sources.
+//! - `Vectorize` builds a `T.vec(n)` from `n >= 2` scalars of `T`; `Gep` picks lanes (in range)
+//!   of one vector source, its dtype the scalar `.vec(number of lanes)`.
 
 use wgrad_dtype::DType;
 
@@ -132,7 +135,11 @@ fn check(u: &UOp) -> Result<(), SpecViolation> {
             class(src[0].dtype().is_ptr(), "source 0", "a pointer", src[0].dtype())?;
             class(src[1].dtype().is_int(), "source 1", "an int", src[1].dtype())?;
             check_gate(src.get(2))?;
-            class(dt.is_ptr(), "result", "a pointer", dt)
+            let buf = src[0].dtype();
+            if dt != buf.vec(dt.count()) || buf.is_vector() {
+                return Err(SpecViolation::ResultDType { got: dt, expected: buf });
+            }
+            Ok(())
         }
         Ops::Load => {
             arity(u, |k| (1..=3).contains(&k), "1..=3")?;
@@ -181,6 +188,31 @@ fn check(u: &UOp) -> Result<(), SpecViolation> {
             }
         }
         Ops::View => arg(matches!(u.arg(), Arg::View(_)), u, "a view"),
+        Ops::Vectorize => {
+            arity(u, |k| k >= 2, "2..")?;
+            let want = src[0].dtype().vec(src.len() as u32);
+            if src[0].dtype().is_vector() || src[0].dtype().is_ptr() || dt != want {
+                return Err(SpecViolation::ResultDType { got: dt, expected: want });
+            }
+            (1..src.len()).try_for_each(|i| source_is(u, i, src[0].dtype()))
+        }
+        Ops::Gep => {
+            arity(u, |k| k == 1, "1")?;
+            let count = i64::from(src[0].dtype().count());
+            let lanes = match u.arg() {
+                Arg::Ints(lanes) if !lanes.is_empty() && lanes.iter().all(|&l| (0..count).contains(&l)) => {
+                    lanes
+                }
+                _ => {
+                    return Err(SpecViolation::Arg {
+                        expected: "lanes of the vector",
+                        got: u.arg().to_string(),
+                    });
+                }
+            };
+            let want = src[0].dtype().scalar_dtype().vec(lanes.len() as u32);
+            if dt == want { Ok(()) } else { Err(SpecViolation::ResultDType { got: dt, expected: want }) }
+        }
         _ => Ok(()),
     }
 }

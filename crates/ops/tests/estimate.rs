@@ -78,3 +78,20 @@ fn lowered_loops_multiply() {
     assert_eq!(e.bytes_read, 32 * 4);
     assert_eq!(e.bytes_written, 4 * 4);
 }
+
+#[test]
+fn vector_accesses_count_every_lane_once() {
+    let g = UOp::special("gidx0", 4);
+    let vec4 = |slot: i64| {
+        let buf = UOp::define_global(DType::F32, slot);
+        UOp::new(Ops::Index, buf.dtype().vec(4), [buf, g.clone()], Arg::None)
+    };
+    let val = UOp::load(DType::F32.vec(4), [vec4(1)]);
+    let lanes: Vec<UOp> = (0..4).map(|i| val.gep(i).sqrt()).collect();
+    let ast = UOp::sink([UOp::store([vec4(0), UOp::vectorize(&lanes)])]);
+    verify(&ast).unwrap();
+    let e = estimate(&ast);
+    assert_eq!(e.flops, 16);
+    assert_eq!(e.bytes_read, 16 * 4);
+    assert_eq!(e.bytes_written, 16 * 4);
+}

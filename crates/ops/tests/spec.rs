@@ -84,3 +84,32 @@ fn arity_and_args() {
     let s = UOp::new(Ops::Special, DType::I32, [], Arg::Int(3));
     assert!(matches!(bad(&s).2, SpecViolation::Arg { .. }));
 }
+
+#[test]
+fn vectors_have_their_lanes_and_vector_indices_their_element() {
+    let buf = UOp::define_global(DType::F32, 0);
+    let vec_index = UOp::new(Ops::Index, buf.dtype().vec(4), [buf.clone(), UOp::index_const(1)], Arg::None);
+    let loaded = UOp::load(DType::F32.vec(4), [vec_index.clone()]);
+    let lanes: Vec<UOp> = (0..4).map(|i| loaded.gep(i)).collect();
+    verify(&UOp::sink([UOp::store([vec_index.clone(), UOp::vectorize(&lanes)])])).unwrap();
+    // a vector index of another element type
+    let bad_index = UOp::new(
+        Ops::Index,
+        DType::I32.vec(4).ptr(wgrad_dtype::AddrSpace::Global),
+        [buf.clone(), UOp::index_const(1)],
+        Arg::None,
+    );
+    assert!(matches!(bad(&bad_index).2, SpecViolation::ResultDType { .. }));
+    // a lane past the vector's width
+    let past = UOp::new(Ops::Gep, DType::F32, [loaded.clone()], Arg::Ints([4].into()));
+    assert!(matches!(bad(&past).2, SpecViolation::Arg { .. }));
+    // a Gep's dtype counts its lanes
+    let two = UOp::new(Ops::Gep, DType::F32, [loaded.clone()], Arg::Ints([0, 1].into()));
+    assert_eq!(bad(&two).2, SpecViolation::ResultDType { got: DType::F32, expected: DType::F32.vec(2) });
+    // lanes of one dtype
+    let mixed = raw(Ops::Vectorize, DType::F32.vec(2), vec![lanes[0].clone(), UOp::index_const(0)]);
+    assert_eq!(bad(&mixed).2, SpecViolation::SourceDType { index: 1, got: DType::I32, expected: DType::F32 });
+    // the store's value must be the vector the pointer points to
+    let scalar_store = UOp::store([vec_index, lanes[0].clone()]);
+    assert!(matches!(bad(&scalar_store).2, SpecViolation::SourceDType { index: 1, .. }));
+}

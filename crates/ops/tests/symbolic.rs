@@ -249,3 +249,34 @@ fn leaves_and_bounds() {
     case!(c, v("x", 0, 7).maximum(v("y", 3, 5)) => "max(x, y)", 3..=7);
     c.done();
 }
+
+#[test]
+fn vector_lanes() {
+    let mut c = Cases::default();
+    let (x, y) = (v("x", 0, 10), v("y", 0, 10));
+    let xy = UOp::vectorize(&[x.clone(), y.clone()]);
+    case!(c, xy.gep(1) => "y", 0..=10);
+    case!(c, (xy.gep(0) + 1) * 2 => "((x*2)+2)", 2..=22);
+    c.done();
+    // lanes taken apart and put back together in order are the vector itself
+    let buf = wgrad_ops::UOp::define_global(DType::F32, 1);
+    let vec_index =
+        UOp::new(wgrad_ops::Ops::Index, buf.dtype().vec(4), [buf, x.clone()], wgrad_ops::Arg::None);
+    let loaded = UOp::load(DType::F32.vec(4), [vec_index]);
+    let lanes: Vec<UOp> = (0..4).map(|i| loaded.gep(i)).collect();
+    assert_eq!(UOp::vectorize(&lanes).simplify(), loaded);
+    let swapped = [lanes[1].clone(), lanes[0].clone(), lanes[2].clone(), lanes[3].clone()];
+    assert_ne!(UOp::vectorize(&swapped).simplify(), loaded);
+}
+
+#[test]
+fn divides_by_constant_factors() {
+    let (x, y) = (v("x", 0, 10), v("y", 0, 10));
+    assert_eq!(
+        (&x * 8 + &y * 4 + 12).divides(4).map(|q| q.simplify().render()),
+        Some("(((x*2)+y)+3)".into())
+    );
+    assert_eq!((&x * 8 + &y).divides(4), None);
+    assert_eq!((&x * 6).divides(4), None);
+    assert_eq!(x.divides(1), Some(x));
+}

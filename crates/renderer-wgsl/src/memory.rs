@@ -3,6 +3,12 @@
 //!
 //! A gated load touches no memory when its gate is false (the index may be out of bounds): it
 //! becomes `var valN = 0; if (gate) { valN = ...; }`. A gated store becomes `if (gate) { ... }`.
+//!
+//! Vector accesses (an `Index` of `T.vec(w).ptr()`, its index counting vectors of `w`): WGSL
+//! has no pointer casts, so a buffer is declared `array<vecW<T>>` when every access of the
+//! kernel to it is `W` or more lanes wide (`W` the narrowest; plain 32-bit and native f16
+//! elements only), and an access of `w > W` lanes is put together from `w / W` array elements.
+//! A packed buffer is always scalar words: its vector accesses go lane by lane.
 //! A store into a packed buffer clears its lane with `atomicAnd` and sets it with `atomicOr`,
 //! so threads writing neighbouring elements of one word never race.
 
@@ -13,15 +19,44 @@ use wgrad_ops::{Ops, UOp};
 use crate::RenderError;
 use crate::helpers::Helper;
 use crate::literal::literal;
-use crate::types::{Storage, storage};
+use crate::types::{Reg, Storage, storage};
 use crate::writer::Writer;
 
 /// Where an access goes.
 enum Place {
-    /// A buffer argument: its name, element dtype and whether it is atomic words.
-    Global { name: String, dtype: DType, atomic: bool },
-    /// Workgroup memory (always of the register type).
+    /// A buffer argument: its name, element dtype, whether it is atomic words, and the lanes
+    /// of one array element (`array<vecW<T>>` when `width > 1`).
+    Global { name: String, dtype: DType, atomic: bool, width: u32 },
+    /// Workgroup memory (always scalars of the register type).
     Local { name: String },
+}
+
+/// One load or store: where, the index (counting accesses of `lanes` elements), the gate.
+struct Access {
+    place: Place,
+    idx: String,
+    /// The index when it is a known constant.
+    known: Option<i128>,
+    gate: Option<String>,
+    lanes: u32,
+}
+
+impl Access {
+    /// The index of element (or array element of `width` lanes) `part` of this access, when
+    /// it is split into `parts`.
+    fn part(&self, parts: u32, part: u32) -> String {
+        match (parts, self.known) {
+            (1, _) => self.idx.clone(),
+            (_, Some(c)) => (c * i128::from(parts) + i128::from(part)).to_string(),
+            (_, None) if part == 0 => format!("({} * {parts})", self.idx),
+            (_, None) => format!("({} * {parts} + {part})", self.idx),
+        }
+    }
+}
+
+/// The swizzle of lanes `from..from + n` of a vector (`.x`, `.zw`).
+fn swizzle(from: u32, n: u32) -> String {
+    "xyzw".chars().skip(from as usize).take(n as usize).collect()
 }
 
 impl Writer<'_> {
@@ -29,9 +64,9 @@ impl Writer<'_> {
     pub(crate) fn buffer_decl(&self, arg: &BufferArg) -> String {
         let access = if arg.writable { "read_write" } else { "read" };
         let element = match storage(arg.dtype, self.caps) {
-            Some(Storage::Native(reg)) => reg.name(),
-            _ if arg.writable => "atomic<u32>",
-            _ => "u32",
+            Some(Storage::Native(reg)) => vector_type(reg, self.buffer_width(arg.slot)),
+            _ if arg.writable => "atomic<u32>".into(),
+            _ => "u32".into(),
         };
         format!("var<storage, {access}> data{}: array<{element}>;", arg.slot)
     }
@@ -51,24 +86,24 @@ impl Writer<'_> {
     /// The buffer, index and gate of the `Index` a load or store goes through. A gated access
     /// with a constant index outside the memory (only reached when the gate is false) indexes
     /// element 0 instead, as WGSL rejects constant out-of-bounds indices.
-    fn access(&mut self, index: usize, u: &UOp) -> Result<(Place, String, Option<String>), RenderError> {
+    fn access(&mut self, index: usize, u: &UOp) -> Result<Access, RenderError> {
         let bad = |reason| RenderError::UnsupportedOp { index, op: u.op(), reason };
         let ptr = &u.src()[0];
         if ptr.op() != Ops::Index {
             return Err(bad("loads and stores go through an Index"));
         }
         let buf = &ptr.src()[0];
+        let lanes = ptr.dtype().count();
         let name = self.src(index, ptr, 0)?;
         let gate = if ptr.src().len() > 2 { Some(self.src(index, ptr, 2)?) } else { None };
         let size = buf.dtype().ptr_size().and_then(|n| i128::try_from(n).ok()).unwrap_or(i128::MAX);
-        let idx = match self
-            .known(&ptr.src()[1])
-            .filter(|c| !matches!(c, ConstValue::Float(_)))
-            .map(ConstValue::to_i128)
-        {
-            Some(c) if (c < 0 || c >= size) && gate.is_some() => "0".to_string(),
-            Some(c) if c < 0 || c >= size => return Err(bad("a constant index outside the memory")),
-            _ => self.src(index, ptr, 1)?,
+        let known =
+            self.known(&ptr.src()[1]).filter(|c| !matches!(c, ConstValue::Float(_))).map(ConstValue::to_i128);
+        let outside = |c: i128| c < 0 || c.saturating_add(1).saturating_mul(i128::from(lanes)) > size;
+        let (idx, known) = match known {
+            Some(c) if outside(c) && gate.is_some() => ("0".to_string(), Some(0)),
+            Some(c) if outside(c) => return Err(bad("a constant index outside the memory")),
+            _ => (self.src(index, ptr, 1)?, known),
         };
         let place = match buf.op() {
             Ops::DefineGlobal => {
@@ -77,34 +112,50 @@ impl Writer<'_> {
                     self.program_buffer(slot).cloned().ok_or(bad("a buffer missing from the program"))?;
                 self.touched.insert(slot);
                 let packed = matches!(storage(arg.dtype, self.caps), Some(Storage::Packed { .. }));
-                Place::Global { name, dtype: arg.dtype, atomic: packed && arg.writable }
+                let width = self.buffer_width(slot);
+                if !lanes.is_multiple_of(width) {
+                    return Err(bad("an access narrower than the buffer's vectors"));
+                }
+                Place::Global { name, dtype: arg.dtype, atomic: packed && arg.writable, width }
             }
             Ops::DefineLocal => Place::Local { name },
             _ => return Err(bad("loads and stores go to a buffer or workgroup memory")),
         };
-        Ok((place, idx, gate))
+        Ok(Access { place, idx, known, gate, lanes })
     }
 
-    /// `let valN = buf[idx];`, or the gated form.
+    /// `let valN = buf[idx];`, or the gated form; a vector wider than the buffer's elements is
+    /// put together from them.
     pub(crate) fn load(&mut self, index: usize, u: &UOp) -> Result<(), RenderError> {
-        let (place, idx, gate) = self.access(index, u)?;
-        let value = match place {
-            Place::Local { name } => format!("{name}[{idx}]"),
-            Place::Global { name, dtype, atomic } => match storage(dtype, self.caps) {
+        let a = self.access(index, u)?;
+        let ty = vector_type(self.reg(u.dtype()), a.lanes);
+        let value = match &a.place {
+            Place::Local { name } => gather(&ty, a.lanes, |k| format!("{name}[{}]", a.part(a.lanes, k))),
+            Place::Global { name, dtype, atomic, width } => match storage(*dtype, self.caps) {
                 Some(Storage::Packed { bits }) => {
-                    let at = word(&name, &idx, bits);
-                    let word = if atomic { format!("atomicLoad(&{at})") } else { at };
                     let get = self.helpers.call(Helper::GetLane { bits });
-                    self.value_from_bits(dtype, &format!("{get}({word}, {idx})"))
+                    let lanes: Vec<String> = (0..a.lanes)
+                        .map(|k| {
+                            let at = a.part(a.lanes, k);
+                            let word = word(name, &at, bits);
+                            let word = if *atomic { format!("atomicLoad(&{word})") } else { word };
+                            self.value_from_bits(*dtype, &format!("{get}({word}, {at})"))
+                        })
+                        .collect();
+                    gather(&ty, a.lanes, |k| lanes[k as usize].clone())
                 }
-                _ => format!("{name}[{idx}]"),
+                _ => {
+                    let parts = a.lanes / width;
+                    gather(&ty, parts, |k| format!("{name}[{}]", a.part(parts, k)))
+                }
             },
         };
-        match gate {
+        match a.gate {
             None => self.bind(u, "val", value),
             Some(gate) => {
                 let name = self.fresh("val");
-                let zero = literal(0.into(), self.reg(u.dtype()));
+                let zero =
+                    if a.lanes > 1 { format!("{ty}()") } else { literal(0.into(), self.reg(u.dtype())) };
                 self.line(format!("var {name} = {zero};"));
                 self.line(format!("if ({gate}) {{ {name} = {value}; }}"));
                 self.name(u, name);
@@ -113,31 +164,45 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// The statements of a store, gated when its index is.
+    /// The statements of a store, gated when its index is; a vector wider than the buffer's
+    /// elements is stored piece by piece.
     pub(crate) fn store(&mut self, index: usize, u: &UOp) -> Result<(), RenderError> {
-        let (place, idx, gate) = self.access(index, u)?;
+        let a = self.access(index, u)?;
         let value = self.src(index, u, u.src().len() - 1)?;
-        let statements = match place {
-            Place::Local { name } => vec![format!("{name}[{idx}] = {value};")],
-            Place::Global { name, dtype, atomic } => match storage(dtype, self.caps) {
-                Some(Storage::Packed { bits }) if atomic => {
-                    let word = format!("&{}", word(&name, &idx, bits));
+        let lane =
+            |k: u32, n: u32| if a.lanes == 1 { value.clone() } else { format!("{value}.{}", swizzle(k, n)) };
+        let statements = match &a.place {
+            Place::Local { name } => {
+                (0..a.lanes).map(|k| format!("{name}[{}] = {};", a.part(a.lanes, k), lane(k, 1))).collect()
+            }
+            Place::Global { name, dtype, atomic, width } => match storage(*dtype, self.caps) {
+                Some(Storage::Packed { bits }) if *atomic => {
                     let keep = self.helpers.call(Helper::KeepLane { bits });
                     let put = self.helpers.call(Helper::PutLane { bits });
-                    let value_bits = self.bits_of(dtype, &value);
-                    vec![
-                        format!("atomicAnd({word}, {keep}({idx}));"),
-                        format!("atomicOr({word}, {put}({value_bits}, {idx}));"),
-                    ]
+                    let mut statements = vec![];
+                    for k in 0..a.lanes {
+                        let at = a.part(a.lanes, k);
+                        let word = format!("&{}", word(name, &at, bits));
+                        let value_bits = self.bits_of(*dtype, &lane(k, 1));
+                        statements.push(format!("atomicAnd({word}, {keep}({at}));"));
+                        statements.push(format!("atomicOr({word}, {put}({value_bits}, {at}));"));
+                    }
+                    statements
                 }
                 Some(Storage::Packed { .. }) => {
                     let reason = "a store into a buffer the program does not mark writable";
                     return Err(RenderError::UnsupportedOp { index, op: u.op(), reason });
                 }
-                _ => vec![format!("{name}[{idx}] = {value};")],
+                _ if a.lanes == *width => vec![format!("{name}[{}] = {value};", a.idx)],
+                _ => {
+                    let parts = a.lanes / width;
+                    (0..parts)
+                        .map(|k| format!("{name}[{}] = {};", a.part(parts, k), lane(k * width, *width)))
+                        .collect()
+                }
             },
         };
-        match gate {
+        match a.gate {
             None => statements.into_iter().for_each(|s| self.line(s)),
             Some(gate) if statements.len() == 1 => self.line(format!("if ({gate}) {{ {} }}", statements[0])),
             Some(gate) => {
@@ -148,6 +213,19 @@ impl Writer<'_> {
         }
         Ok(())
     }
+}
+
+/// `T` for one lane, `vecN<T>` for more.
+pub(crate) fn vector_type(reg: Reg, lanes: u32) -> String {
+    if lanes == 1 { reg.name().to_string() } else { format!("vec{lanes}<{}>", reg.name()) }
+}
+
+/// A value of type `ty` put together from `parts` expressions (the expression itself for one).
+fn gather(ty: &str, parts: u32, part: impl Fn(u32) -> String) -> String {
+    if parts == 1 {
+        return part(0);
+    }
+    format!("{ty}({})", (0..parts).map(part).collect::<Vec<_>>().join(", "))
 }
 
 /// The word holding element `idx` of a packed buffer of `bits`-bit elements.

@@ -3,10 +3,11 @@
 //!
 //! Invariants of the output: every value is a `let` (or a `var` for accumulators and gated
 //! loads) named by its role (`gidx0`/`lidx0`, `ridx0`, `acc0`, `val0`, `cast0`, `alu0`,
-//! `data0` for buffer slot 0); names are unique and never shadow a builtin or helper; the same
-//! program and caps always give the same text.
+//! `lanes0` for a vector put together, `data0` for buffer slot 0), except a vector's lanes,
+//! which are swizzles of its name (`val0.x`); names are unique and never shadow a builtin or
+//! helper; the same program and caps always give the same text.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use wgrad_codegen::{BufferArg, Program};
@@ -16,8 +17,9 @@ use wgrad_ops::{Arg, GroupOp, Ops, UOp, UOpMap, bitcast};
 use crate::alu::Value;
 use crate::helpers::Helpers;
 use crate::literal::literal;
+use crate::memory::vector_type;
 use crate::names::Namer;
-use crate::types::{self, Reg};
+use crate::types::{self, Reg, Storage};
 use crate::{Binding, RenderError, Wgsl, WgslCaps};
 
 /// Renders `program` as a WGSL compute shader for an adapter with `caps`.
@@ -85,6 +87,8 @@ pub(crate) struct Writer<'a> {
     /// Whether any value or buffer is native f16 (`enable f16;`).
     pub(crate) uses_f16: bool,
     flatten: bool,
+    /// The lanes of one array element of each buffer slot declared as vectors.
+    widths: BTreeMap<usize, u32>,
 }
 
 impl<'a> Writer<'a> {
@@ -103,7 +107,13 @@ impl<'a> Writer<'a> {
             touched: BTreeSet::new(),
             uses_f16: false,
             flatten,
+            widths: vector_buffers(program, caps),
         }
+    }
+
+    /// The lanes of one element of buffer `slot`'s array: 1, or `W` for `array<vecW<T>>`.
+    pub(crate) fn buffer_width(&self, slot: usize) -> u32 {
+        self.widths.get(&slot).copied().unwrap_or(1)
     }
 
     /// The register type of a dtype already checked (void, which holds no value, reads as bool).
@@ -164,8 +174,13 @@ impl<'a> Writer<'a> {
     fn uop(&mut self, index: usize, u: &UOp) -> Result<(), RenderError> {
         let unsupported = |reason| RenderError::UnsupportedOp { index, op: u.op(), reason };
         types::check(u.dtype(), self.caps)?;
-        if u.dtype().count() > 1 {
-            return Err(unsupported("vector dtypes are not rendered"));
+        if u.dtype().count() > 1 && !matches!(u.op(), Ops::Load | Ops::Vectorize | Ops::Gep | Ops::Index) {
+            return Err(unsupported(
+                "vectors are only loaded, stored and taken apart: lanes compute as scalars",
+            ));
+        }
+        if u.dtype().count() > 4 {
+            return Err(unsupported("WGSL vectors have at most 4 lanes"));
         }
         self.uses_f16 |= self.reg(u.dtype().base()) == Reg::F16;
         match u.op() {
@@ -221,6 +236,20 @@ impl<'a> Writer<'a> {
             Ops::Load => self.load(index, u)?,
             Ops::Store => self.store(index, u)?,
             Ops::Barrier => self.line("workgroupBarrier();"),
+            Ops::Vectorize => {
+                let lanes =
+                    (0..u.src().len()).map(|i| self.src(index, u, i)).collect::<Result<Vec<_>, _>>()?;
+                let ty = vector_type(self.reg(u.dtype()), u.dtype().count());
+                self.bind(u, "lanes", format!("{ty}({})", lanes.join(", ")));
+            }
+            Ops::Gep => {
+                let Arg::Ints(lanes) = u.arg() else { return Err(unsupported("a Gep without lanes")) };
+                let xyzw = lanes.iter().map(|&l| usize::try_from(l).ok().and_then(|l| "xyzw".get(l..=l)));
+                let swizzle =
+                    xyzw.collect::<Option<String>>().ok_or(unsupported("a lane past the vector"))?;
+                let vector = self.src(index, u, 0)?;
+                self.name(u, format!("{vector}.{swizzle}"));
+            }
             Ops::Index | Ops::Sink | Ops::Noop => {}
             Ops::Cast | Ops::Bitcast => {
                 let x = self.src(index, u, 0)?;
@@ -332,6 +361,29 @@ impl<'a> Writer<'a> {
             vars_binding,
         }
     }
+}
+
+/// The buffers worth declaring as arrays of vectors: every access of the kernel to them is at
+/// least 2 lanes wide (then the narrowest decides), and their storage is plain 32-bit or native
+/// f16 elements.
+fn vector_buffers(program: &Program, caps: &WgslCaps) -> BTreeMap<usize, u32> {
+    let mut narrowest: BTreeMap<usize, u32> = BTreeMap::new();
+    let accesses = program.uops.iter().filter(|u| matches!(u.op(), Ops::Load | Ops::Store));
+    for ptr in accesses.filter_map(|u| u.src().first()).filter(|p| p.op() == Ops::Index) {
+        let buf = &ptr.src()[0];
+        let Some(slot) = buf.arg().as_int().and_then(|s| usize::try_from(s).ok()) else { continue };
+        if buf.op() == Ops::DefineGlobal {
+            let w = narrowest.entry(slot).or_insert(u32::MAX);
+            *w = (*w).min(ptr.dtype().count());
+        }
+    }
+    let plain = |slot: &usize| {
+        let arg = program.buffers.iter().find(|b| b.slot == *slot);
+        let storage = arg.and_then(|b| types::storage(b.dtype, caps));
+        matches!(storage, Some(Storage::Native(Reg::F32 | Reg::I32 | Reg::U32 | Reg::F16)))
+    };
+    narrowest.retain(|slot, w| *w > 1 && *w <= 4 && plain(slot));
+    narrowest
 }
 
 /// The entry point's builtin parameters, in order: name and declaration.

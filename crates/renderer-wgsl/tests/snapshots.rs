@@ -106,3 +106,52 @@ fn flattened_grid() {
     assert_eq!(rendered.workgroups, [600, 1, 1]);
     insta::assert_snapshot!(rendered.source);
 }
+
+#[test]
+fn grouped_row_reduce() {
+    // runs of 8 per thread (two 16-byte loads a step), 16 threads a row meeting in workgroup memory
+    let ast = store_ast(st(&[4, 1]), load(1, st(&[4, 1024])).reduce_axis(Ops::Add, &[1]));
+    let mode = OptMode::Given(vec![Opt::new(OptOps::Unroll, 0, 8), Opt::new(OptOps::Group, 0, 16)]);
+    let source = wgsl(&ast, mode, &FULL);
+    assert!(source.contains("array<vec4<f32>>") && source.contains("var<workgroup>"), "{source}");
+    insta::assert_snapshot!(source);
+}
+
+#[test]
+fn gemm_register_tile() {
+    // the heuristics' tile shape: 4x4 outputs a thread, k unrolled by 4, n fastest in the workgroup
+    let mode = OptMode::Given(vec![
+        Opt::new(OptOps::Upcast, 0, 4),
+        Opt::new(OptOps::Upcast, 1, 4),
+        Opt::new(OptOps::Unroll, 0, 4),
+        Opt::new(OptOps::Local, 1, 4),
+        Opt::new(OptOps::Local, 0, 2),
+    ]);
+    let source = wgsl(&matmul_ast(32, 32, 8), mode, &FULL);
+    assert_eq!(source.matches("array<vec4<f32>>").count(), 3, "{source}");
+    insta::assert_snapshot!(source);
+}
+
+#[test]
+fn vector_fallbacks() {
+    let up4 = OptMode::Given(vec![Opt::new(OptOps::Upcast, 0, 4)]);
+    let shifted = |by: i64| load(1, strided(&[64], &[1], by));
+    // one buffer read as a vec4, a vec2 and scalars: declared scalar, the vectors put together
+    let mixed = store_ast(st(&[64]), shifted(0) * shifted(1));
+    insta::assert_snapshot!("vector_mixed_widths", wgsl(&mixed, up4.clone(), &FULL));
+    // read as a vec4 and two vec2s: declared as vec2s, the vec4 put together from two
+    let pairs = store_ast(st(&[64]), shifted(0) * shifted(2));
+    let source = wgsl(&pairs, up4.clone(), &FULL);
+    assert!(source.contains("data1: array<vec2<f32>>"), "{source}");
+    insta::assert_snapshot!("vector_pairs", source);
+    // a padded input whose four lanes share their gate: one gated vector load
+    let pad = store_ast(st(&[64]), load(1, padded(st(&[56]), &[(4, 4)])) + 1.0f32);
+    let source = wgsl(&pad, up4.clone(), &FULL);
+    assert!(source.contains("vec4<f32>();"), "{source}");
+    insta::assert_snapshot!("vector_gated", source);
+    // f16 vectors on an adapter without f16: packed words, lane by lane
+    let h = load_dt(DType::F16, 1, st(&[64]));
+    let half = store_ast(st(&[64]), &h * &h);
+    insta::assert_snapshot!("vector_half_packed", wgsl(&half, up4.clone(), &BARE));
+    insta::assert_snapshot!("vector_half_native", wgsl(&half, up4, &FULL));
+}

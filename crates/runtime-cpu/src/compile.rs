@@ -32,10 +32,10 @@ pub(crate) enum Inst {
     Cast { dst: usize, src: usize, dtype: DType },
     /// `dst = src`'s bits read as `to`.
     Bitcast { dst: usize, src: usize, from: DType, to: DType },
-    /// `dst = valid ? mem[idx] : 0`.
-    Load { dst: usize, mem: Mem, idx: usize, valid: Option<usize>, dtype: DType },
-    /// `if valid { mem[idx] = value }`.
-    Store { mem: Mem, idx: usize, valid: Option<usize>, value: usize, dtype: DType },
+    /// `dst + k = valid ? mem[idx * width + k] : 0` for every lane `k < width`.
+    Load { dst: usize, mem: Mem, idx: usize, valid: Option<usize>, dtype: DType, width: usize },
+    /// `if valid { mem[idx * width + k] = value + k }` for every lane `k < width`.
+    Store { mem: Mem, idx: usize, valid: Option<usize>, value: usize, dtype: DType, width: usize },
     /// Wait for every thread of the workgroup.
     Barrier,
     /// Skip to `exit` unless `cond`.
@@ -105,9 +105,11 @@ impl Compiler {
         self.regs.get(u).copied().ok_or(CpuError::Order { index })
     }
 
+    /// Fresh registers for `u`: one per lane, consecutive.
     fn new_reg(&mut self, u: &UOp, init: ConstValue) -> usize {
         let r = self.out.registers.len();
-        self.out.registers.push(init);
+        let lanes = u.dtype().count() as usize;
+        self.out.registers.extend(std::iter::repeat_n(init, lanes));
         self.regs.insert(u.clone(), r);
         r
     }
@@ -116,7 +118,8 @@ impl Compiler {
         self.blocks.remove(u).ok_or(CpuError::Order { index })
     }
 
-    /// The memory, index and validity registers of the pointer a load or store goes through.
+    /// The memory, index and validity registers of the pointer a load or store goes through
+    /// (its vector width is the pointer's).
     fn access(&self, index: usize, ptr: &UOp) -> Result<(Mem, usize, Option<usize>), CpuError> {
         let unsupported = CpuError::Unsupported { index, op: ptr.op() };
         if ptr.op() != Ops::Index {
@@ -130,7 +133,8 @@ impl Compiler {
 
     fn uop(&mut self, index: usize, u: &UOp) -> Result<(), CpuError> {
         let unsupported = CpuError::Unsupported { index, op: u.op() };
-        if u.dtype().count() > 1 {
+        // vectors are values of loads and of the Vectorizes stores take, read through Geps
+        if u.dtype().count() > 1 && !matches!(u.op(), Ops::Load | Ops::Vectorize | Ops::Gep | Ops::Index) {
             return Err(unsupported);
         }
         let dtype = u.dtype();
@@ -219,12 +223,41 @@ impl Compiler {
             }
             Ops::Load => {
                 let (mem, idx, valid) = self.access(index, &src[0])?;
-                Inst::Load { dst: self.new_reg(u, ConstValue::Int(0)), mem, idx, valid, dtype }
+                let (dtype, width) = (dtype.scalar_dtype(), dtype.count() as usize);
+                Inst::Load { dst: self.new_reg(u, ConstValue::Int(0)), mem, idx, valid, dtype, width }
             }
             Ops::Store => {
                 let (mem, idx, valid) = self.access(index, &src[0])?;
                 let value = self.reg(index, src.last().ok_or(unsupported)?)?;
-                Inst::Store { mem, idx, valid, value, dtype: src[0].dtype().base().scalar_dtype() }
+                let pointee = src[0].dtype().base();
+                let (dtype, width) = (pointee.scalar_dtype(), pointee.count() as usize);
+                Inst::Store { mem, idx, valid, value, dtype, width }
+            }
+            Ops::Gep => {
+                let Arg::Ints(lanes) = u.arg() else { return Err(unsupported) };
+                let base = self.reg(index, &src[0])?;
+                let width = src[0].dtype().count() as usize;
+                let picked: Option<Vec<usize>> =
+                    lanes.iter().map(|&l| usize::try_from(l).ok().filter(|&l| l < width)).collect();
+                let picked = picked.ok_or(unsupported)?;
+                if let [lane] = picked[..] {
+                    // one lane is a register of the vector: nothing to run
+                    self.regs.insert(u.clone(), base + lane);
+                    return Ok(());
+                }
+                let dst = self.new_reg(u, ConstValue::Int(0));
+                for (k, lane) in picked.into_iter().enumerate() {
+                    self.out.insts.push(Inst::Copy { dst: dst + k, src: base + lane });
+                }
+                return Ok(());
+            }
+            Ops::Vectorize => {
+                let lanes = src.iter().map(|s| self.reg(index, s)).collect::<Result<Vec<_>, _>>()?;
+                let dst = self.new_reg(u, ConstValue::Int(0));
+                for (k, lane) in lanes.into_iter().enumerate() {
+                    self.out.insts.push(Inst::Copy { dst: dst + k, src: lane });
+                }
+                return Ok(());
             }
             Ops::Barrier => {
                 self.out.has_barrier = true;

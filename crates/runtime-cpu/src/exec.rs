@@ -41,6 +41,11 @@ struct Group<'a> {
     gid: [usize; 3],
 }
 
+/// The first element of the access `idx` of `width` lanes (an index counts vectors).
+fn element(idx: ConstValue, width: usize) -> i64 {
+    idx.to_i64().saturating_mul(width as i64)
+}
+
 fn unflatten(mut i: usize, size: [usize; 3]) -> [usize; 3] {
     size.map(|n| {
         let d = i % n;
@@ -184,14 +189,26 @@ impl CpuProgram {
                 }
                 Inst::Cast { dst, src, dtype } => regs[dst] = regs[src].cast(dtype),
                 Inst::Bitcast { dst, src, from, to } => regs[dst] = bitcast(regs[src], from, to),
-                Inst::Load { dst, mem, idx, valid, dtype } => {
+                Inst::Load { dst, mem, idx, valid, dtype, width } => {
                     let ok = valid.is_none_or(|v| regs[v].is_truthy());
-                    let bits = if ok { self.read(group, mem, regs[idx].to_i64())? } else { 0 };
-                    regs[dst] = ConstValue::from_bits(bits, dtype);
+                    let first = element(regs[idx], width);
+                    for k in 0..width {
+                        let bits =
+                            if ok { self.read(group, mem, first.saturating_add(k as i64))? } else { 0 };
+                        regs[dst + k] = ConstValue::from_bits(bits, dtype);
+                    }
                 }
-                Inst::Store { mem, idx, valid, value, dtype } => {
+                Inst::Store { mem, idx, valid, value, dtype, width } => {
                     if valid.is_none_or(|v| regs[v].is_truthy()) {
-                        self.write(group, mem, regs[idx].to_i64(), regs[value].to_bits(dtype))?;
+                        let first = element(regs[idx], width);
+                        for k in 0..width {
+                            self.write(
+                                group,
+                                mem,
+                                first.saturating_add(k as i64),
+                                regs[value + k].to_bits(dtype),
+                            )?;
+                        }
                     }
                 }
                 Inst::Barrier => return Ok(Stop::Barrier(t.pc - 1)),

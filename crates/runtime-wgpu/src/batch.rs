@@ -125,7 +125,7 @@ pub(crate) fn bind_group(device: &wgpu::Device, dispatch: &Dispatch) -> wgpu::Bi
             resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
                 buffer: buffer.raw(),
                 offset: 0,
-                size: std::num::NonZeroU64::new(buffer.bound_size()),
+                size: std::num::NonZeroU64::new(buffer.binding_size()),
             }),
         })
         .collect();

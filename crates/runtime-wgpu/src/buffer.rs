@@ -4,8 +4,10 @@
 //! Invariants:
 //! - `size` is the size the caller asked for (possibly 0); `capacity` is the pooled
 //!   allocation's size, a multiple of 4 and at least `max(size, 4)`.
-//! - Kernels see exactly `size` bytes rounded up to 4 (the bound range), so
-//!   `arrayLength` in WGSL reflects the requested size, not the bucket.
+//! - Kernels see `size` bytes rounded up to 4 (the bound range), so `arrayLength` in WGSL
+//!   reflects the requested size, not the bucket; but at least 16 bytes, so a buffer smaller
+//!   than one `vec4` still binds to a kernel that declares it an array of them (its vector
+//!   accesses are then gated off).
 //! - Clones share the allocation; a [`crate::Batch`] keeps clones of the buffers it
 //!   binds, so memory cannot be recycled while a recorded dispatch still refers to it.
 
@@ -50,9 +52,15 @@ impl Buffer {
         self.inner.capacity
     }
 
-    /// Bytes bound to a kernel: `size` rounded up to 4, at least 4.
+    /// Bytes the host may read and write: `size` rounded up to 4, at least 4.
     pub(crate) fn bound_size(&self) -> u64 {
         self.inner.size.max(4).next_multiple_of(4)
+    }
+
+    /// Bytes bound to a kernel: [`Buffer::bound_size`], at least one 16-byte vector (within the
+    /// allocation, which is never smaller).
+    pub(crate) fn binding_size(&self) -> u64 {
+        self.bound_size().max(16).min(self.inner.capacity)
     }
 
     /// The underlying wgpu buffer (for callers that encode their own commands).

@@ -81,8 +81,8 @@ impl Device {
             shared_max: limits.max_workgroup_storage_size as usize,
             has_local: true,
             has_shared: true,
-            // lanes are scalar registers until the vectorizer exists
-            vector_widths: vec![1],
+            // 8- and 16-byte loads and stores (`array<vec4<f32>>`); lanes compute as scalars
+            vector_widths: vec![1, 2, 4],
             has_f16: self.features().f16,
             subgroup_size: None,
             tensor_cores: vec![],

@@ -130,6 +130,29 @@ fn the_target_follows_the_adapter() {
     assert_eq!(target.max_local_invocations, limits.max_invocations_per_workgroup as usize);
     assert_eq!(target.shared_max, limits.max_workgroup_storage_size as usize);
     assert_eq!(target.has_f16, device.features().f16);
+    assert_eq!(target.vector_widths, [1, 2, 4], "16-byte loads and stores");
+}
+
+#[test]
+fn vector_kernels_read_16_bytes_and_bind_buffers_smaller_than_a_vector() {
+    let Some(device) = common::device() else { return };
+    // out = a * 2 over 4 floats, one vec4 access each
+    let ast = store(contiguous(&[4]), load(DType::F32, 1, contiguous(&[4])) * 2.0f32);
+    let opts = OptMode::Given(vec![wgrad_codegen::Opt::new(wgrad_codegen::OptOps::Upcast, 0, 4)]);
+    let kernel = device.compile(&compile(&ast, &device.target(), &opts, "k").unwrap().1).unwrap();
+    assert!(kernel.source().contains("data1: array<vec4<f32>>"), "{}", kernel.source());
+    let (out, a) =
+        (device.alloc_elements(DType::F32, 4).unwrap(), device.upload(&[1.5f32, -2.0, 3.0, 4.0]).unwrap());
+    let mut batch = device.batch();
+    device.launch(&mut batch, &kernel, &[&out, &a], &[]).unwrap();
+    device.submit(batch).unwrap();
+    assert_eq!(device.read_as::<f32>(&out).unwrap(), [3.0, -4.0, 6.0, 8.0]);
+    // an 8-byte buffer still binds to the vec4 array (the kernel may only read its 2 floats)
+    let short = device.upload(&[0.5f32, 1.0]).unwrap();
+    let mut batch = device.batch();
+    device.launch(&mut batch, &kernel, &[&out, &short], &[]).unwrap();
+    device.submit(batch).unwrap();
+    assert_eq!(device.read_as::<f32>(&out).unwrap()[..2], [1.0, 2.0]);
 }
 
 #[test]

@@ -11,6 +11,7 @@ mod compare;
 mod divmod;
 mod folding;
 mod terms;
+mod vectors;
 
 use std::sync::LazyLock;
 
@@ -98,13 +99,15 @@ pub fn symbolic_simple() -> &'static PatternMatcher {
     &PM
 }
 
-/// Phase 2: phase 1 plus canonical order, like terms, comparisons and division/modulo.
+/// Phase 2: phase 1 plus canonical order, like terms, comparisons, division/modulo and
+/// vector lanes.
 pub fn symbolic() -> &'static PatternMatcher {
     static PM: LazyLock<PatternMatcher> = LazyLock::new(|| {
         let mut rules = folding::rules();
         rules.extend(terms::rules());
         rules.extend(compare::rules());
         rules.extend(divmod::rules());
+        rules.extend(vectors::rules());
         PatternMatcher::new(rules)
     });
     &PM
@@ -114,5 +117,12 @@ impl UOp {
     /// This graph rewritten with [`symbolic`] to a fixed point.
     pub fn simplify(&self) -> UOp {
         graph_rewrite(self, symbolic(), &mut ())
+    }
+
+    /// `self / d` when `d` provably divides this integer expression: a constant multiple of
+    /// `d`, a product with such a factor, or a sum of such terms (tinygrad's `divides`); `None`
+    /// when that cannot be shown from the constant factors alone.
+    pub fn divides(&self, d: i128) -> Option<UOp> {
+        divides(self, d)
     }
 }

@@ -55,3 +55,9 @@ pub fn values(n: usize, seed: u32) -> Vec<f32> {
         .map(|i| ((i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) % 4000) as f32 / 1000.0 - 2.0)
         .collect()
 }
+
+/// `buf[idx]` as a pointer to vectors of `width` (elements `idx*width ..`), gated by `valid`.
+pub fn vector_index(buf: &UOp, idx: &UOp, width: u32, valid: Option<&UOp>) -> UOp {
+    let src: Vec<UOp> = [buf, idx].into_iter().chain(valid).cloned().collect();
+    UOp::new(Ops::Index, buf.dtype().vec(width), src, Arg::None)
+}
