@@ -1,15 +1,17 @@
 //! Opt sweep (plain `main`): times the heuristics' kernel against families of hand-listed
 //! alternatives for the shapes the heuristics plan for (row, column and softmax reductions,
-//! elementwise, GEMM, convolutions) on the wgpu device, and prints the heuristics' time and
-//! rank beside the five fastest. A measuring tool for tuning the heuristics, not a test:
-//! `cargo bench -p wgrad-conformance --bench sweep [-- NAME-FILTER]`.
+//! elementwise, GEMM, convolutions), with vector loads where the lanes allow, on the wgpu
+//! device; prints the heuristics' time and rank beside the five fastest, then a summary of the
+//! heuristics' figures against issue 16's targets. A measuring tool for tuning the heuristics,
+//! not a test: `cargo bench -p wgrad-conformance --bench sweep [-- NAME-FILTER]`.
 #![allow(clippy::print_stdout)]
 
 use std::time::Duration;
 
 use wgrad_codegen::{Opt, OptMode, OptOps, compile};
 use wgrad_conformance::random_ast::Case;
-use wgrad_conformance::shapes::{conv, exp_sum, matmul, scale_shift, sum};
+use wgrad_conformance::shapes::{conv, exp_sum, matmul, normalize, reduce, scale_shift, sum};
+use wgrad_ops::Ops;
 use wgrad_runtime_wgpu::{Buffer, Device, Result};
 
 use OptOps::{Group, Local, Unroll, Upcast};
@@ -25,6 +27,15 @@ struct Sweep {
     work: f64,
     unit: &'static str,
     candidates: Vec<Vec<Opt>>,
+}
+
+/// What one sweep found: the heuristics' time and opts, and the fastest candidate's.
+struct Found {
+    name: String,
+    work: f64,
+    unit: &'static str,
+    heuristic: Option<(Duration, String)>,
+    best: (Duration, String),
 }
 
 fn reductions() -> Vec<Vec<Opt>> {
@@ -65,10 +76,29 @@ fn elementwise() -> Vec<Vec<Opt>> {
 }
 
 /// GEMM tiles: UPCAST m, n; LOCAL n then m; UNROLL k.
+/// Softmax's normalize, a row-broadcast elementwise kernel: UPCAST along the row, then
+/// workgroups with the row (contiguous) or the column axis fastest.
+fn row_broadcast() -> Vec<Vec<Opt>> {
+    let mut c = vec![];
+    for u in [1, 2, 4, 8] {
+        let up = if u > 1 { vec![o(Upcast, 1, u)] } else { vec![] };
+        for (lc, lr) in [(16, 16), (32, 8), (64, 4), (128, 2), (256, 1), (64, 1), (128, 1), (32, 4)] {
+            let mut row_fastest = up.clone();
+            row_fastest.push(o(Local, 1, lc));
+            if lr > 1 {
+                row_fastest.push(o(Local, 0, lr));
+                c.push([up.clone(), vec![o(Local, 0, lr), o(Local, 1, lc)]].concat());
+            }
+            c.push(row_fastest);
+        }
+    }
+    c
+}
+
 fn gemm_tiles() -> Vec<Vec<Opt>> {
     let mut c = vec![];
     for (um, un) in [(4, 4), (4, 8), (8, 4), (8, 8)] {
-        for (ln, lm) in [(16, 16), (16, 8), (8, 16), (8, 8), (32, 8), (16, 4)] {
+        for (ln, lm) in [(16, 16), (16, 8), (8, 16), (8, 8), (32, 8), (16, 4), (32, 4), (8, 4)] {
             for u in [4, 8] {
                 c.push(vec![
                     o(Upcast, 0, um),
@@ -172,11 +202,25 @@ fn sweeps() -> Vec<Sweep> {
             candidates: columns(),
         },
         Sweep {
+            name: "softmax max 4096x8192".into(),
+            case: reduce(rows, cols, 1, Ops::Max),
+            work: bytes,
+            unit: "GB/s",
+            candidates: reductions(),
+        },
+        Sweep {
             name: "softmax exp-sum 4096x8192".into(),
             case: exp_sum(rows, cols),
             work: bytes,
             unit: "GB/s",
             candidates: reductions(),
+        },
+        Sweep {
+            name: "softmax normalize 4096x8192".into(),
+            case: normalize(rows, cols),
+            work: 2.0 * bytes,
+            unit: "GB/s",
+            candidates: row_broadcast(),
         },
         Sweep {
             name: "x*2+1 32M".into(),
@@ -194,7 +238,7 @@ fn sweeps() -> Vec<Sweep> {
     ]
 }
 
-fn run(device: &Device, sweep: &Sweep) -> Result<()> {
+fn run(device: &Device, sweep: &Sweep) -> Result<Found> {
     let buffers: Vec<Buffer> = sweep
         .case
         .buffers
@@ -223,20 +267,74 @@ fn run(device: &Device, sweep: &Sweep) -> Result<()> {
         results.push((t, opts, k.describe()));
     }
     results.sort();
-    let rate = |t: &Duration| sweep.work / t.as_secs_f64() / if sweep.unit == "GB/s" { 1e9 } else { 1e12 };
     println!("== {} ({} candidates)", sweep.name, results.len());
     let heuristic = results.iter().position(|r| r.1.starts_with("heuristic"));
     for (rank, (t, opts, shape)) in results.iter().enumerate() {
         if rank < 5 || Some(rank) == heuristic {
+            let rate = rate(sweep.work, sweep.unit, *t);
             println!(
-                "  #{rank:<3} {:>9.2} {} {:>9.1} us  {shape}  {opts}",
-                rate(t),
+                "  #{rank:<3} {rate:>9.2} {} {:>9.1} us  {shape}  {opts}",
                 sweep.unit,
                 t.as_secs_f64() * 1e6
             );
         }
     }
-    Ok(())
+    let best = results.first().map(|(t, opts, _)| (*t, opts.clone())).unwrap_or_default();
+    Ok(Found {
+        name: sweep.name.clone(),
+        work: sweep.work,
+        unit: sweep.unit,
+        heuristic: heuristic.map(|h| (results[h].0, results[h].1.clone())),
+        best,
+    })
+}
+
+/// `work` per run at `t`, in `unit` (GB/s, else TFLOP/s).
+fn rate(work: f64, unit: &str, t: Duration) -> f64 {
+    work / t.as_secs_f64() / if unit == "GB/s" { 1e9 } else { 1e12 }
+}
+
+/// Issue 16's target for a workload, in its unit.
+fn target(name: &str) -> Option<f64> {
+    match name {
+        "row sum 4096x8192" => Some(3000.0),
+        "x*2+1 32M" => Some(3500.0),
+        "gemm 4096" => Some(20.0),
+        "gemm 1024" => Some(12.0),
+        _ => None,
+    }
+}
+
+/// The heuristics' figure, the best candidate's and the target, one line a workload; and
+/// softmax's three kernels together, counted as issue 16 does (8 bytes an element).
+fn summary(found: &[Found]) {
+    println!("\n== summary: the heuristics' kernels (best candidate in brackets)");
+    for f in found {
+        let heuristic = f.heuristic.as_ref().map_or("refused".to_string(), |(t, _)| {
+            format!("{:>9.2} {} {:>9.1} us", rate(f.work, f.unit, *t), f.unit, t.as_secs_f64() * 1e6)
+        });
+        let best = rate(f.work, f.unit, f.best.0);
+        let target = target(&f.name).map_or(String::new(), |t| format!("  target >= {t}"));
+        println!("  {:<36} {heuristic}  [{best:.2}]{target}", f.name);
+    }
+    let softmax: Vec<&Found> = found.iter().filter(|f| f.name.starts_with("softmax")).collect();
+    if softmax.len() == 3 {
+        let time = |pick: &dyn Fn(&Found) -> Option<Duration>| -> Option<f64> {
+            softmax.iter().map(|f| pick(f).map(|t| t.as_secs_f64())).sum()
+        };
+        let bytes = 8.0 * 4096.0 * 8192.0;
+        let heuristic = time(&|f| f.heuristic.as_ref().map(|h| h.0));
+        let best = time(&|f| Some(f.best.0));
+        if let (Some(h), Some(b)) = (heuristic, best) {
+            println!(
+                "  {:<36} {:>9.2} GB/s {:>9.1} us  [{:.2}]  target >= 2000 (8 bytes an element)",
+                "softmax 4096x8192 (3 kernels)",
+                bytes / h / 1e9,
+                h * 1e6,
+                bytes / b / 1e9
+            );
+        }
+    }
 }
 
 /// Keeps the GPU busy for about a second so its clocks are up before anything is timed (the
@@ -256,10 +354,12 @@ fn main() -> Result<()> {
     println!("adapter: {}", device.adapter().name);
     warm_up(&device)?;
     let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let mut found = vec![];
     for sweep in sweeps() {
         if filter.is_empty() || filter.iter().any(|f| sweep.name.contains(f.as_str())) {
-            run(&device, &sweep)?;
+            found.push(run(&device, &sweep)?);
         }
     }
+    summary(&found);
     Ok(())
 }

@@ -110,11 +110,26 @@ pub fn conv_weight_grad(b: usize, ci: usize, co: usize, hw: usize, kk: usize) ->
     Case { ast, buffers, outputs: 1 }
 }
 
+/// The `op` (`Add`, `Max`) reduction over `axis` of a contiguous `(rows, cols)` buffer.
+pub fn reduce(rows: usize, cols: usize, axis: usize, op: Ops) -> Case {
+    let out = if axis == 1 { [rows, 1] } else { [1, cols] };
+    let ast = store(&out, load(1, &[rows, cols], &[cols, 1]).reduce_axis(op, &[axis]));
+    Case { ast, buffers: vec![(DType::F32, out[0] * out[1]), (DType::F32, rows * cols)], outputs: 1 }
+}
+
 /// The sum over `axis` of a contiguous `(rows, cols)` buffer.
 pub fn sum(rows: usize, cols: usize, axis: usize) -> Case {
-    let out = if axis == 1 { [rows, 1] } else { [1, cols] };
-    let ast = store(&out, load(1, &[rows, cols], &[cols, 1]).reduce_axis(Ops::Add, &[axis]));
-    Case { ast, buffers: vec![(DType::F32, out[0] * out[1]), (DType::F32, rows * cols)], outputs: 1 }
+    reduce(rows, cols, axis, Ops::Add)
+}
+
+/// Softmax's last kernel: `exp2(x - max) * recip(sum)` along rows, max and sum broadcast.
+pub fn normalize(rows: usize, cols: usize) -> Case {
+    let x = load(1, &[rows, cols], &[cols, 1]);
+    let (max, sum) = (load(2, &[rows, cols], &[1, 0]), load(3, &[rows, cols], &[1, 0]));
+    let ast = store(&[rows, cols], (x + -max).exp2() * sum.recip());
+    let buffers =
+        vec![(DType::F32, rows * cols), (DType::F32, rows * cols), (DType::F32, rows), (DType::F32, rows)];
+    Case { ast, buffers, outputs: 1 }
 }
 
 /// Softmax's second reduce: `sum(exp2(x - max))` along rows, the max broadcast.
@@ -149,7 +164,12 @@ pub fn tuned_cases() -> Vec<(String, Case)> {
         ("row sum 7x1021 (prime)".into(), sum(7, 1021, 1)),
         ("column sum 512x64".into(), sum(512, 64, 0)),
         ("column sum 300x96".into(), sum(300, 96, 0)),
+        ("softmax max 16x512".into(), reduce(16, 512, 1, Ops::Max)),
         ("softmax exp-sum 16x512".into(), exp_sum(16, 512)),
+        ("softmax normalize 16x512".into(), normalize(16, 512)),
+        ("softmax normalize 6x100".into(), normalize(6, 100)),
+        ("x*2+1 4096".into(), scale_shift(4096)),
+        ("x*2+1 4099 (prime)".into(), scale_shift(4099)),
     ]
 }
 

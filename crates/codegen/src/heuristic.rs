@@ -16,6 +16,9 @@ mod grouping;
 mod operands;
 mod tile;
 
+/// Lanes of the widest vector access the heuristics plan for (16 bytes of f32).
+const VECTOR: i64 = 4;
+
 /// Threads per row, rows per workgroup and rows per thread of the matvec opts.
 const MV_THREADS_PER_ROW: usize = 8;
 const MV_BLOCKSIZE: usize = 4;
@@ -162,31 +165,40 @@ fn unroll_reduce(k: &mut Kernel) {
     }
 }
 
-/// With nothing upcast yet, upcasts the last output axis by 4 when it divides and the target
-/// has 4-wide vector loads (without them the lanes are scalar loads that only break up the
-/// coalesced access of neighbouring threads).
+/// With nothing upcast yet, upcasts the last output axis by 4 when it divides, some buffer
+/// reads or writes it contiguously and the target has 4-wide vector loads: the lanes fold into
+/// 16-byte accesses (without them they are scalar accesses that only break up the coalesced
+/// access of neighbouring threads).
 fn upcast_last(k: &mut Kernel) {
     let fr = k.first_reduce();
     if k.upcasted() == 0
         && fr > 0
         && k.target().vector_widths.contains(&4)
         && int(&k.full_shape()[fr - 1]).is_some_and(|v| v % 4 == 0)
+        && (0..k.sts().len()).any(|i| operands::strides(k, i)[fr - 1] == Some(1))
     {
         try_opt(k, OptOps::Upcast, fr - 1, 4);
     }
 }
 
+/// Whether a thread of `k` holds at most one vector's worth of outputs (no register tile).
+fn one_vector_per_thread(k: &Kernel) -> bool {
+    product(&k.full_shape()[k.first_upcast()..]) <= VECTOR
+}
+
 /// Up to 3 output axes become local, broadcast axes first (then later axes), each by the
-/// first of 32 (axis 0 only; 256, 128, 64, 32 when nothing is upcast), 16, 8, 4, 3, 2 that
-/// divides it and keeps the workgroup <= 128 (256 when nothing is upcast; and within the target).
+/// first of 32 (axis 0 only; 256, 128, 64, 32 when a thread holds at most a vector), 16, 8, 4,
+/// 3, 2 that divides it and keeps the workgroup <= 128 (256 when a thread holds at most a
+/// vector; and within the target).
 fn make_locals(k: &mut Kernel) {
     if !k.target().has_local {
         return;
     }
-    // without a register tile, a wide first axis keeps neighbouring threads on neighbouring
-    // elements in big workgroups, which memory-bound kernels need (measured on an H200: 3.7 TB/s
-    // with 256 threads, 2.8 with 128); otherwise tinygrad's cap of 128
-    let plain = k.upcasted() == 0;
+    // without a register tile (at most a vector a thread), a wide first axis keeps neighbouring
+    // threads on neighbouring elements in big workgroups, which memory-bound kernels need
+    // (measured on an H200 with scalar lanes: 3.7 TB/s with 256 threads, 2.8 with 128);
+    // otherwise tinygrad's cap of 128
+    let plain = one_vector_per_thread(k);
     let max = k.target().max_local_invocations.min(if plain { 256 } else { 128 });
     let mut ranking: Vec<(bool, usize)> = (0..k.first_reduce())
         .map(|axis| (k.sts().iter().any(|st| last_stride(st, axis) == 0), axis))

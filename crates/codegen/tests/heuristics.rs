@@ -46,17 +46,6 @@ fn matvec_groups_locals_and_upcasts() {
     assert_eq!(k.describe(), "(16 | 4 | 8 | 64 | 4) global/local/group/reduce/upcast");
 }
 
-/// A target like an H200 through wgpu: 1024 invocations per workgroup, 48 KiB of workgroup
-/// memory, 4-wide vectors.
-fn big_gpu() -> Target {
-    Target {
-        max_local_size: vec![1024, 1024, 64],
-        max_local_invocations: 1024,
-        shared_max: 49152,
-        ..Target::generic_gpu()
-    }
-}
-
 #[test]
 fn row_sum_reads_runs_of_8_in_a_group_just_wide_enough() {
     // 4096 rows x 32 threads = the 1 << 17 threads the target wants
@@ -71,8 +60,13 @@ fn row_sum_reads_runs_of_8_in_a_group_just_wide_enough() {
 #[test]
 fn column_sum_spreads_neighbouring_columns_over_threads_and_groups_rows() {
     let k = optimized(&sum_ast(&[4096, 8192], &[0]), big_gpu());
-    assert_eq!(k.applied_opts(), opts(&[(Local, 0, 16), (Group, 0, 32)]));
-    assert_eq!(k.describe(), "(512 | 16 | 32 | 128) global/local/group/reduce");
+    // each thread reads 4 neighbouring columns as one 16-byte load a row
+    assert_eq!(k.applied_opts(), opts(&[(Upcast, 0, 4), (Local, 0, 16), (Group, 0, 32)]));
+    assert_eq!(k.describe(), "(128 | 16 | 32 | 128 | 4) global/local/group/reduce/upcast");
+    // without 4-wide vectors, one column a thread
+    let scalar = optimized(&sum_ast(&[4096, 8192], &[0]), Target { vector_widths: vec![1], ..big_gpu() });
+    assert_eq!(scalar.applied_opts(), opts(&[(Local, 0, 16), (Group, 0, 32)]));
+    assert_eq!(scalar.describe(), "(512 | 16 | 32 | 128) global/local/group/reduce");
 }
 
 #[test]
@@ -155,8 +149,8 @@ fn large_reduce_axis_is_unrolled_by_4() {
     let k = optimized(&sum_ast(&[4096, 64], &[1]), Target::generic_gpu());
     assert_eq!(
         k.applied_opts(),
-        opts(&[(Unroll, 0, 4), (Local, 0, 32)]),
-        "nothing more is upcast once unrolled"
+        opts(&[(Unroll, 0, 4), (Local, 0, 256)]),
+        "nothing more is upcast once unrolled, and a thread holding one vector gets a wide workgroup"
     );
 }
 
@@ -165,15 +159,16 @@ fn elementwise_upcasts_the_broadcast_axis() {
     let a = load(1, strided(&[64, 64], &[1, 0], 0));
     let b = load(2, st(&[64, 64]));
     let k = optimized(&store_ast(st(&[64, 64]), a + b), Target::generic_gpu());
-    assert_eq!(k.applied_opts(), opts(&[(Upcast, 1, 4), (Local, 0, 8), (Local, 1, 16)]));
-    assert_eq!(k.describe(), "(8 | 8, 16 | 4) global/local/upcast");
+    // a thread holds one vector: a wide workgroup
+    assert_eq!(k.applied_opts(), opts(&[(Upcast, 1, 4), (Local, 0, 16), (Local, 1, 16)]));
+    assert_eq!(k.describe(), "(4 | 16, 16 | 4) global/local/upcast");
 }
 
 #[test]
 fn contiguous_elementwise_is_upcast_for_vectors_and_widened_without() {
     let ast = store_ast(st(&[4096]), load(1, st(&[4096])) + load(2, st(&[4096])));
     let vectors = optimized(&ast, Target::generic_gpu());
-    assert_eq!(vectors.applied_opts(), opts(&[(Upcast, 0, 4), (Local, 0, 32)]));
+    assert_eq!(vectors.applied_opts(), opts(&[(Upcast, 0, 4), (Local, 0, 256)]));
     // scalar lanes would only break up coalesced loads: no upcast, a 256-thread workgroup
     let scalar = optimized(&ast, Target { vector_widths: vec![1], ..Target::generic_gpu() });
     assert_eq!(scalar.applied_opts(), opts(&[(Local, 0, 256)]));
@@ -184,8 +179,8 @@ fn contiguous_elementwise_is_upcast_for_vectors_and_widened_without() {
 fn masked_small_axes_are_upcast_whole() {
     let x = load(1, padded(st(&[3, 256]), &[(0, 1), (0, 0)]));
     let k = optimized(&store_ast(st(&[4, 256]), x), Target::generic_gpu());
-    assert_eq!(k.applied_opts(), opts(&[(Upcast, 0, 0), (Local, 0, 32)]));
-    assert_eq!(k.describe(), "(8 | 32 | 4) global/local/upcast");
+    assert_eq!(k.applied_opts(), opts(&[(Upcast, 0, 0), (Local, 0, 256)]));
+    assert_eq!(k.describe(), "(256 | 4) local/upcast");
 }
 
 #[test]
@@ -194,4 +189,12 @@ fn prime_gemm_sizes_are_padded_to_a_tile() {
     assert_eq!(k.applied_opts()[..2], opts(&[(Padto, 0, 16), (Padto, 1, 16)]), "{}", k.describe_opts());
     assert_eq!(k.upcasted(), 2, "a tile, no unroll of a prime k: {}", k.describe());
     assert!(k.local_size() >= 64, "{}", k.describe());
+}
+
+#[test]
+fn no_lone_upcast_where_no_buffer_is_contiguous() {
+    // out^T = a^T: both walk the last axis 64 elements apart, lanes there could not be vectors
+    let transposed = || strided(&[64, 64], &[1, 64], 0);
+    let k = optimized(&store_ast(transposed(), load(1, transposed()) * 2.0f32), Target::generic_gpu());
+    assert_eq!(k.upcasted(), 0, "{}", k.describe_opts());
 }

@@ -146,3 +146,34 @@ fn a_register_tile_loads_and_stores_vectors() {
     let program = compiled(&matmul_ast(64, 64, 64), &Target::generic_gpu(), &opts);
     assert_eq!(widths(&program), (vec![4; 8], vec![4; 4]), "{program}");
 }
+
+#[test]
+fn the_heuristics_plans_move_16_bytes() {
+    let heuristic = |ast: &UOp| compile(ast, &big_gpu(), &OptMode::Heuristic, "k").unwrap().1;
+    // row sum: two 16-byte loads a step, one scalar per row out
+    assert_eq!(widths(&heuristic(&sum_ast(&[4096, 8192], &[1]))), (vec![4, 4], vec![1]));
+    // column sum: one 16-byte load a row and one 16-byte store of the four sums
+    assert_eq!(widths(&heuristic(&sum_ast(&[4096, 8192], &[0]))), (vec![4], vec![4]));
+    // softmax: max and exp-sum read rows as vectors (the max broadcast along the row is one
+    // scalar), the normalize reads and writes rows as vectors
+    let (rows, cols) = (4096, 8192);
+    let x = || load(1, st(&[rows, cols]));
+    let per_row = |slot| load(slot, strided(&[rows, cols], &[1, 0], 0));
+    let exp_sum = store_ast(st(&[rows, 1]), (x() + -per_row(2)).exp2().reduce_axis(Ops::Add, &[1]));
+    assert_eq!(widths(&heuristic(&exp_sum)), (vec![1, 4, 4], vec![1]));
+    let normalize = store_ast(st(&[rows, cols]), x() * per_row(3));
+    assert_eq!(widths(&heuristic(&normalize)), (vec![1, 4], vec![4]));
+    // x*2+1
+    let scale = store_ast(st(&[1 << 25]), load(1, st(&[1 << 25])) * 2.0f32 + 1.0f32);
+    assert_eq!(widths(&heuristic(&scale)), (vec![4], vec![4]));
+    // GEMM 8x8 tile, k unrolled by 8: A and B as 16 vectors each, C as 16
+    assert_eq!(widths(&heuristic(&matmul_ast(4096, 4096, 4096))), (vec![4; 32], vec![4; 16]));
+    // MNIST's first convolution (28x28 images, 5x5 kernels, 32 channels, batch 512): a thread
+    // takes 8 positions along a row, so its outputs are 16-byte stores
+    let shape = [512, 32, 24, 24, 1, 5, 5];
+    let image = load(1, strided(&shape, &[784, 0, 28, 1, 784, 28, 1], 0));
+    let weight = load(2, strided(&shape, &[0, 25, 0, 0, 25, 5, 1], 0));
+    let out = strided(&[512, 32, 24, 24, 1, 1, 1], &[18432, 576, 24, 1, 0, 0, 0], 0);
+    let (_, stores) = widths(&heuristic(&store_ast(out, (image * weight).reduce_axis(Ops::Add, &[4, 5, 6]))));
+    assert_eq!(stores, vec![4; 16]);
+}

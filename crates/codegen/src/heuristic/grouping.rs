@@ -9,9 +9,10 @@
 //! - A *row* reduce (a reduce axis that every load reads contiguously or not at all) is first
 //!   unrolled by 8 (or 4, 2), so each thread reads a run of neighbouring elements (16-byte loads
 //!   once vectorized), then grouped on the same axis: thread `t` reads `(i * G + t) * 8 + u`.
-//! - A *column* reduce (no such reduce axis, but an output axis read contiguously) puts 16
-//!   neighbouring outputs on neighbouring threads (LOCAL) and groups the largest reduce axis
-//!   over twice the threads a row reduce would take.
+//! - A *column* reduce (no such reduce axis, but an output axis read contiguously) gives each
+//!   thread 4 neighbouring outputs (UPCAST, one 16-byte load a row) when the target has 4-wide
+//!   vectors, puts 16 such threads side by side (LOCAL) and groups the largest reduce axis over
+//!   twice the threads a row reduce would take.
 //! - Otherwise the largest reduce axis is grouped.
 //!
 //! Each thread runs at least [`MIN_ITERATIONS`] loop steps of its own before the partials meet.
@@ -30,6 +31,8 @@ const GROUPS: (usize, usize) = (16, 256);
 const UNROLLS: [usize; 3] = [8, 4, 2];
 /// Neighbouring outputs per workgroup of a column reduce, in order of preference.
 const COLUMN_LOCALS: [usize; 3] = [16, 32, 8];
+/// Outputs a thread of a column reduce takes, one vector of them.
+const VECTOR: usize = 4;
 /// Smallest and largest group of a column reduce.
 const COLUMN_GROUPS: (usize, usize) = (2, 64);
 
@@ -68,8 +71,7 @@ pub(super) fn group_reduce(k: &mut Kernel) -> bool {
         return group_row(k, axis, sizes[axis], &rows);
     }
     if let Some(axis) = (0..fr).rev().find(|&a| contiguous(a)) {
-        let columns = group_sizes(outputs, 2 * target.parallelism, COLUMN_GROUPS);
-        return group_column(k, axis, sizes[axis], &columns, &rows);
+        return group_column(k, axis, sizes[axis], outputs, &rows);
     }
     group_largest(k, &rows)
 }
@@ -90,15 +92,26 @@ fn group_row(k: &mut Kernel, axis: usize, size: usize, groups: &[usize]) -> bool
     group_axis(k, axis, size, groups) || group_largest(k, groups)
 }
 
-/// Puts neighbouring outputs along the contiguous output `axis` (of `size`) on neighbouring
-/// threads and groups the largest reduce axis by one of `groups`; failing that, groups the
-/// largest reduce axis by one of `rows` alone.
-fn group_column(k: &mut Kernel, axis: usize, size: usize, groups: &[usize], rows: &[usize]) -> bool {
-    for &local in COLUMN_LOCALS.iter().filter(|&&l| size.is_multiple_of(l) && size > l) {
-        let mut tried = k.clone();
-        if try_opt(&mut tried, OptOps::Local, axis, local) && group_largest(&mut tried, groups) {
-            *k = tried;
-            return true;
+/// Gives each thread a vector of neighbouring outputs along the contiguous output `axis` (of
+/// `size`; `outputs` in all) where the target has 4-wide vectors, puts neighbouring outputs on
+/// neighbouring threads and groups the largest reduce axis by the group that would bring one
+/// thread per output to twice the target's parallelism (a wider group to make up for the
+/// vectors would make every thread read more partials back than rows of its own); failing
+/// that, groups the largest reduce axis by one of `rows` alone.
+fn group_column(k: &mut Kernel, axis: usize, size: usize, outputs: usize, rows: &[usize]) -> bool {
+    let vector = if k.target().vector_widths.contains(&VECTOR) { VECTOR } else { 1 };
+    let groups = group_sizes(outputs, 2 * k.target().parallelism, COLUMN_GROUPS);
+    for upcast in [vector, 1] {
+        let per_thread = size / upcast;
+        for &local in COLUMN_LOCALS.iter().filter(|&&l| size.is_multiple_of(l * upcast) && per_thread > l) {
+            let mut tried = k.clone();
+            if (upcast == 1 || try_opt(&mut tried, OptOps::Upcast, axis, upcast))
+                && try_opt(&mut tried, OptOps::Local, axis, local)
+                && group_largest(&mut tried, &groups)
+            {
+                *k = tried;
+                return true;
+            }
         }
     }
     group_largest(k, rows)

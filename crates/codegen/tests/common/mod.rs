@@ -70,6 +70,17 @@ pub fn sum_ast(shape: &[i64], axes: &[usize]) -> UOp {
     store_ast(st(&out), load(1, st(shape)).reduce_axis(Ops::Add, axes))
 }
 
+/// A target like an H200 through wgpu: 1024 invocations per workgroup, 48 KiB of workgroup
+/// memory, 4-wide vectors.
+pub fn big_gpu() -> Target {
+    Target {
+        max_local_size: vec![1024, 1024, 64],
+        max_local_invocations: 1024,
+        shared_max: 49152,
+        ..Target::generic_gpu()
+    }
+}
+
 /// The kernel of `ast` on a generic GPU.
 pub fn kernel(ast: &UOp) -> Kernel {
     Kernel::new(ast, Target::generic_gpu()).unwrap()
