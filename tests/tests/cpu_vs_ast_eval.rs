@@ -78,13 +78,17 @@ fn random_kernels_match_the_ast_evaluator() {
 
 #[test]
 fn vector_cases_match_the_ast_evaluator() {
-    let targets = [Target::generic_gpu(), Target { has_f16: false, ..Target::generic_gpu() }];
+    let targets = [
+        Target::generic_gpu(),
+        Target { has_f16: false, ..Target::generic_gpu() },
+        Target { vector_widths: vec![1, 3], ..Target::generic_gpu() },
+    ];
     let cases = vector_cases();
     let mut vectorized = 0;
     for (name, case, opts) in &cases {
         let inputs = case.inputs(&mut Rng(11));
         for target in &targets {
-            let label = format!("{name} (f16: {})", target.has_f16);
+            let label = format!("{name} (f16: {}, widths {:?})", target.has_f16, target.vector_widths);
             let wide = check_on(target, case, &OptMode::Given(opts.clone()), &inputs, &label);
             vectorized += usize::from(wide > 0);
         }

@@ -4,7 +4,7 @@
 //! the same `Program`: integers bit for bit, floats within tinygrad's tolerance.
 //! `WGRAD_GPU_DIFF_CASES` sets the number of random cases (300).
 
-use wgrad_codegen::{OptMode, Program, compile};
+use wgrad_codegen::{OptMode, Program, Target, compile};
 use wgrad_conformance::random_ast::Case;
 use wgrad_conformance::shapes::{tuned_cases, tuned_targets};
 use wgrad_conformance::vectors::{vector_accesses, vector_cases};
@@ -77,11 +77,16 @@ fn random_kernels_on_wgpu_match_the_interpreter() {
 #[test]
 fn vector_cases_on_wgpu_match_the_interpreter() {
     let Some(device) = wgpu_device() else { return };
+    // the device's widths, and triples (WGSL's vec3 arrays have another stride: put together)
+    let targets = [device.target(), Target { vector_widths: vec![1, 3], ..device.target() }];
     for (name, case, opts) in vector_cases() {
         let inputs = case.inputs(&mut Rng(11));
-        let (_, program) = compile(&case.ast, &device.target(), &OptMode::Given(opts), "k")
-            .unwrap_or_else(|e| panic!("{name}: codegen failed: {e}"));
-        check(&device, &case, &program, &inputs, &name);
+        for target in &targets {
+            let label = format!("{name} widths {:?}", target.vector_widths);
+            let (_, program) = compile(&case.ast, target, &OptMode::Given(opts.clone()), "k")
+                .unwrap_or_else(|e| panic!("{label}: codegen failed: {e}"));
+            check(&device, &case, &program, &inputs, &label);
+        }
     }
 }
 

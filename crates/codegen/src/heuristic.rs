@@ -189,7 +189,7 @@ fn one_vector_per_thread(k: &Kernel) -> bool {
 /// Up to 3 output axes become local, broadcast axes first (then later axes), each by the
 /// first of 32 (axis 0 only; 256, 128, 64, 32 when a thread holds at most a vector), 16, 8, 4,
 /// 3, 2 that divides it and keeps the workgroup <= 128 (256 when a thread holds at most a
-/// vector; and within the target).
+/// vector; and within the target); the last of them is the fastest thread id.
 fn make_locals(k: &mut Kernel) {
     if !k.target().has_local {
         return;
@@ -221,13 +221,11 @@ fn make_locals(k: &mut Kernel) {
         }
     }
     to_local.truncate(3);
-    to_local.sort_unstable();
-    let mut deleted = 0;
+    // the last axis first: the first local is the fastest thread id, so neighbouring threads
+    // walk the (usually contiguous) last axis and their vectors meet in whole cache lines
+    // (tinygrad applies them first axis first); a later axis used up whole moves no earlier one
+    to_local.sort_unstable_by(|a, b| b.cmp(a));
     for (axis, sz) in to_local {
-        let axis = axis - deleted;
-        let whole = k.full_shape()[axis] == sz as i64;
-        if try_opt(k, OptOps::Local, axis, sz) && whole {
-            deleted += 1;
-        }
+        try_opt(k, OptOps::Local, axis, sz);
     }
 }

@@ -364,8 +364,8 @@ impl<'a> Writer<'a> {
 }
 
 /// The buffers worth declaring as arrays of vectors: every access of the kernel to them is at
-/// least 2 lanes wide (then the narrowest decides), and their storage is plain 32-bit or native
-/// f16 elements.
+/// least 2 lanes wide (the narrowest decides, and must be 2 or 4), and their storage is plain
+/// 32-bit or native f16 elements.
 fn vector_buffers(program: &Program, caps: &WgslCaps) -> BTreeMap<usize, u32> {
     let mut narrowest: BTreeMap<usize, u32> = BTreeMap::new();
     let accesses = program.uops.iter().filter(|u| matches!(u.op(), Ops::Load | Ops::Store));
@@ -382,7 +382,8 @@ fn vector_buffers(program: &Program, caps: &WgslCaps) -> BTreeMap<usize, u32> {
         let storage = arg.and_then(|b| types::storage(b.dtype, caps));
         matches!(storage, Some(Storage::Native(Reg::F32 | Reg::I32 | Reg::U32 | Reg::F16)))
     };
-    narrowest.retain(|slot, w| *w > 1 && *w <= 4 && plain(slot));
+    // vec3 arrays have a 16-byte stride: only pairs and quads match the buffer's layout
+    narrowest.retain(|slot, w| matches!(*w, 2 | 4) && plain(slot));
     narrowest
 }
 

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use wgrad_codegen::{Opt, OptMode, OptOps};
+use wgrad_codegen::{Opt, OptMode, OptOps, Target, compile};
 use wgrad_dtype::DType;
 use wgrad_ops::{Ops, UOp};
 use wgrad_renderer_wgsl::WgslCaps;
@@ -154,4 +154,10 @@ fn vector_fallbacks() {
     let half = store_ast(st(&[64]), &h * &h);
     insta::assert_snapshot!("vector_half_packed", wgsl(&half, up4.clone(), &BARE));
     insta::assert_snapshot!("vector_half_native", wgsl(&half, up4, &FULL));
+    // triples: an array of vec3 has a 16-byte stride, so they are put together from scalars
+    let triples = Target { vector_widths: vec![1, 3], ..Target::generic_gpu() };
+    let up3 = OptMode::Given(vec![Opt::new(OptOps::Upcast, 0, 3)]);
+    let ast = store_ast(st(&[48]), load(1, st(&[48])) * 2.0f32);
+    let source = render_valid(&compile(&ast, &triples, &up3, "kernel").unwrap().1, &FULL).source;
+    assert!(source.contains("data1: array<f32>") && source.contains("vec3<f32>(data1["), "{source}");
 }
