@@ -32,7 +32,8 @@ pub struct Target {
     pub has_local: bool,
     /// Whether kernels may use workgroup memory (GROUP, GROUPTOP).
     pub has_shared: bool,
-    /// Vector widths loads and stores may use, e.g. `[1, 2, 4]`.
+    /// Vector widths loads and stores may use, e.g. `[1, 2, 4]`: the vectorizer folds
+    /// neighbouring lanes of 32-bit (and, with `has_f16`, f16) elements into these.
     pub vector_widths: Vec<usize>,
     /// Whether `f16` arithmetic and storage are available.
     pub has_f16: bool,
