@@ -29,13 +29,13 @@ struct Sweep {
     candidates: Vec<Vec<Opt>>,
 }
 
-/// What one sweep found: the heuristics' time and opts, and the fastest candidate's.
+/// What one sweep found: the heuristics' time (none when refused) and the fastest candidate's.
 struct Found {
     name: String,
     work: f64,
     unit: &'static str,
-    heuristic: Option<(Duration, String)>,
-    best: (Duration, String),
+    heuristic: Option<Duration>,
+    best: Duration,
 }
 
 fn reductions() -> Vec<Vec<Opt>> {
@@ -279,13 +279,12 @@ fn run(device: &Device, sweep: &Sweep) -> Result<Found> {
             );
         }
     }
-    let best = results.first().map(|(t, opts, _)| (*t, opts.clone())).unwrap_or_default();
     Ok(Found {
         name: sweep.name.clone(),
         work: sweep.work,
         unit: sweep.unit,
-        heuristic: heuristic.map(|h| (results[h].0, results[h].1.clone())),
-        best,
+        heuristic: heuristic.map(|h| results[h].0),
+        best: results.first().map(|r| r.0).unwrap_or_default(),
     })
 }
 
@@ -310,10 +309,10 @@ fn target(name: &str) -> Option<f64> {
 fn summary(found: &[Found]) {
     println!("\n== summary: the heuristics' kernels (best candidate in brackets)");
     for f in found {
-        let heuristic = f.heuristic.as_ref().map_or("refused".to_string(), |(t, _)| {
-            format!("{:>9.2} {} {:>9.1} us", rate(f.work, f.unit, *t), f.unit, t.as_secs_f64() * 1e6)
+        let heuristic = f.heuristic.map_or("refused".to_string(), |t| {
+            format!("{:>9.2} {} {:>9.1} us", rate(f.work, f.unit, t), f.unit, t.as_secs_f64() * 1e6)
         });
-        let best = rate(f.work, f.unit, f.best.0);
+        let best = rate(f.work, f.unit, f.best);
         let target = target(&f.name).map_or(String::new(), |t| format!("  target >= {t}"));
         println!("  {:<36} {heuristic}  [{best:.2}]{target}", f.name);
     }
@@ -323,8 +322,8 @@ fn summary(found: &[Found]) {
             softmax.iter().map(|f| pick(f).map(|t| t.as_secs_f64())).sum()
         };
         let bytes = 8.0 * 4096.0 * 8192.0;
-        let heuristic = time(&|f| f.heuristic.as_ref().map(|h| h.0));
-        let best = time(&|f| Some(f.best.0));
+        let heuristic = time(&|f| f.heuristic);
+        let best = time(&|f| Some(f.best));
         if let (Some(h), Some(b)) = (heuristic, best) {
             println!(
                 "  {:<36} {:>9.2} GB/s {:>9.1} us  [{:.2}]  target >= 2000 (8 bytes an element)",
