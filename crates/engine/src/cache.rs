@@ -54,7 +54,12 @@ pub(crate) fn compiled(
         (false, width) => OptMode::Given(beam::chosen_opts(ast, backend, width, &name)?),
     };
     let codegen = |source| EngineError::Codegen { name: name.clone(), source: Box::new(source) };
-    let (kernel, program) = compile(ast, backend.target(), &mode, &name).map_err(codegen)?;
+    let (kernel, program) = compile(ast, backend.target(), &mode, &name).map_err(|e| {
+        if flags::debug() >= 3 {
+            eprintln!("kernel {name} failed in codegen ({e}); its AST:\n{}", print_uops(&ast.toposort()));
+        }
+        codegen(e)
+    })?;
     let program = backend.compile(&program).inspect_err(|e| {
         if let (EngineError::KernelCompile { kernel, device, code, .. }, true) = (e, flags::debug() >= 1) {
             eprintln!("kernel {kernel} failed to compile on {device}; its source:\n{code}");

@@ -280,3 +280,26 @@ fn divides_by_constant_factors() {
     assert_eq!((&x * 6).divides(4), None);
     assert_eq!(x.divides(1), Some(x));
 }
+
+#[test]
+fn reduces_of_constants_fold_only_where_the_result_is_that_constant() {
+    use wgrad_ops::{Arg, Ops};
+    let reduce = |op: Ops, c: f32, end: i64| {
+        let r = UOp::range(&UOp::index_const(end), 3);
+        UOp::new(Ops::Reduce, DType::F32, [UOp::constant(DType::F32, c), r], Arg::Op(op)).simplify()
+    };
+    let folded = |u: UOp, c: f64| u.op() == Ops::Const && u.const_value().is_some_and(|v| v.to_f64() == c);
+    assert!(folded(reduce(Ops::Add, 0.0, 8), 0.0));
+    assert!(folded(reduce(Ops::Mul, 1.0, 8), 1.0));
+    assert!(folded(reduce(Ops::Max, 2.5, 8), 2.5));
+    // a sum of 2.5s is not 2.5, and a max over a loop that may not run is not its value
+    assert_eq!(reduce(Ops::Add, 2.5, 8).op(), Ops::Reduce);
+    let maybe_empty = UOp::range(&UOp::variable("n", 0, 4), 3);
+    let max = UOp::new(
+        Ops::Reduce,
+        DType::F32,
+        [UOp::constant(DType::F32, 2.5f32), maybe_empty],
+        Arg::Op(Ops::Max),
+    );
+    assert_eq!(max.simplify().op(), Ops::Reduce);
+}

@@ -45,6 +45,21 @@ fn times_zero(x: &UOp, zero: &UOp) -> Option<UOp> {
     Some(if nan { zero.const_like(f64::NAN) } else { zero.clone() })
 }
 
+/// A reduce of a constant: a sum of zeros or a product of ones is that constant, and so is
+/// a max over loops that each run at least once. (Such lanes appear where a mask zeroes a
+/// tile's lane; left in place they would need their loop both inside and outside the others.)
+fn reduce_of_constant(r: &UOp) -> Option<UOp> {
+    let (c, ranges) = (r.src()[0].const_value()?, &r.src()[1..]);
+    let runs = || ranges.iter().all(|x| x.src()[0].int_bounds().is_some_and(|(lo, _)| lo >= 1));
+    let keep = match r.arg() {
+        Arg::Op(Ops::Add) => c.to_f64() == 0.0,
+        Arg::Op(Ops::Mul) => c.to_f64() == 1.0,
+        Arg::Op(Ops::Max) => runs(),
+        _ => false,
+    };
+    keep.then(|| r.src()[0].clone())
+}
+
 /// The rules of this phase, in order.
 pub(super) fn rules() -> Vec<Rule> {
     let alu_of_consts = UPat::ops(GroupOp::ALU).named("a").src_each(UPat::op(Ops::Const));
@@ -86,6 +101,8 @@ pub(super) fn rules() -> Vec<Rule> {
         rule!(var("x") * UPat::konst(0.0).named("z") => |x, z| times_zero(x, z)),
         // op(c0, c1, ...) -> exec_alu(op, c0, c1, ...)
         rule!(alu_of_consts => |a| fold_constants(a)),
+        // reduce(0, +), reduce(1, *), reduce(c, max) -> the constant
+        rule!(UPat::op(Ops::Reduce).named("r") => |r| reduce_of_constant(r)),
         // bool: x*y -> x&y, x+y -> x|y, max(x,y) -> x|y
         rule!(bool_var("x") * bool_var("y") => |x, y| Some(x & y)),
         rule!(bool_var("x") + bool_var("y") => |x, y| Some(x | y)),
