@@ -56,16 +56,27 @@ pub fn fold_workgroups(count: [u32; 3], max: u32) -> Result<[u32; 3], RuntimeErr
 }
 
 /// One recorded kernel launch.
+#[derive(Clone)]
 pub(crate) struct Dispatch {
     pub(crate) pipeline: Pipeline,
     pub(crate) buffers: Vec<Buffer>,
     pub(crate) workgroups: [u32; 3],
+    /// Made when the launch was prepared; otherwise the device makes (or finds) it at submit.
+    pub(crate) bind_group: Option<wgpu::BindGroup>,
+}
+
+/// A launch with its arguments checked, its workgroups folded and its bind group made: what
+/// [`crate::Device::prepare`] returns, pushed into batches any number of times
+/// ([`Batch::push`]) without further work (a captured JIT replays these).
+#[derive(Clone)]
+pub struct Prepared {
+    pub(crate) dispatch: Dispatch,
 }
 
 /// Kernel launches to encode into one command buffer and submit at once.
 ///
-/// Create it with [`crate::Device::batch`], record with [`Batch::dispatch`], then hand
-/// it to [`crate::Device::submit`] or [`crate::Device::run_timed`].
+/// Create it with [`crate::Device::batch`], record with [`Batch::dispatch`] or
+/// [`Batch::push`], then hand it to [`crate::Device::submit`] or [`crate::Device::run_timed`].
 pub struct Batch {
     max_workgroups: u32,
     dispatches: Vec<Dispatch>,
@@ -94,8 +105,14 @@ impl Batch {
             pipeline: pipeline.clone(),
             buffers: buffers.iter().map(|&b| b.clone()).collect(),
             workgroups: folded,
+            bind_group: None,
         });
         Ok(folded)
+    }
+
+    /// Records a prepared launch (of this batch's device).
+    pub fn push(&mut self, prepared: &Prepared) {
+        self.dispatches.push(prepared.dispatch.clone());
     }
 
     /// Number of recorded launches.
@@ -112,28 +129,11 @@ impl Batch {
     pub(crate) fn dispatches(&self) -> &[Dispatch] {
         &self.dispatches
     }
-}
 
-/// Creates the bind group of one launch.
-pub(crate) fn bind_group(device: &wgpu::Device, dispatch: &Dispatch) -> wgpu::BindGroup {
-    let entries: Vec<wgpu::BindGroupEntry<'_>> = dispatch
-        .buffers
-        .iter()
-        .zip(0u32..)
-        .map(|(buffer, binding)| wgpu::BindGroupEntry {
-            binding,
-            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: buffer.raw(),
-                offset: 0,
-                size: std::num::NonZeroU64::new(buffer.binding_size()),
-            }),
-        })
-        .collect();
-    device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: Some(dispatch.pipeline.entry()),
-        layout: dispatch.pipeline.layout(),
-        entries: &entries,
-    })
+    /// The recorded launches, to add one already folded.
+    pub(crate) fn dispatches_mut(&mut self) -> &mut Vec<Dispatch> {
+        &mut self.dispatches
+    }
 }
 
 /// Records `dispatch` (with its bind group) into an open compute pass.

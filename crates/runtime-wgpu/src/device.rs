@@ -10,15 +10,20 @@
 //!   waits or compiles; after a loss every such call fails with
 //!   [`RuntimeError::DeviceLost`].
 //! - Work is only waited for in [`Device::sync`], readbacks and timed runs.
+//! - Every submit first carries the uploads staged since the last one (see `transfer.rs`),
+//!   so writes land before the work that follows them and a schedule with its inputs is one
+//!   submit.
 
 use std::sync::{Arc, Mutex};
 
-use crate::batch::{Batch, bind_group, record};
+use crate::batch::{Batch, record};
+use crate::bind::BindGroupCache;
 use crate::buffer::Buffer;
 use crate::error::{Result, RuntimeError, scoped};
 use crate::info::{AdapterSummary, DeviceFeatures, DeviceKind, DeviceLimits};
 use crate::pipeline::{Pipeline, PipelineCache};
 use crate::pool::{BufferPool, MemoryStats};
+use crate::transfer::Uploads;
 
 /// Environment variable naming the adapter to use (case-insensitive name substring).
 pub const ADAPTER_ENV: &str = "WGRAD_ADAPTER";
@@ -40,6 +45,10 @@ pub struct Device {
     storage: Arc<BufferPool>,
     pub(crate) staging: BufferPool,
     pipelines: PipelineCache,
+    pub(crate) bind_groups: BindGroupCache,
+    /// Buffers holding symbolic variable values, by value (see `program.rs`).
+    pub(crate) var_buffers: Mutex<std::collections::HashMap<Vec<i32>, Buffer>>,
+    pub(crate) uploads: Mutex<Uploads>,
     health: Arc<Health>,
 }
 
@@ -132,6 +141,9 @@ impl Device {
             limits: DeviceLimits::from_wgpu(&limits),
             features: DeviceFeatures::from_wgpu(device.features()),
             pipelines: PipelineCache::default(),
+            bind_groups: BindGroupCache::default(),
+            var_buffers: Mutex::default(),
+            uploads: Mutex::new(Uploads::new(&device)),
             health,
             device,
             queue,
@@ -177,8 +189,11 @@ impl Device {
         self.storage.stats()
     }
 
-    /// Frees all pooled (unused) buffers.
+    /// Frees all pooled (unused) buffers (and the cached bind groups and variable buffers
+    /// that would keep some of them alive).
     pub fn trim_pool(&self) {
+        self.bind_groups.clear();
+        self.var_buffers.lock().unwrap_or_else(|p| p.into_inner()).clear();
         self.storage.trim();
         self.staging.trim();
     }
@@ -201,41 +216,51 @@ impl Device {
         self.pipelines.len()
     }
 
+    /// Bind groups created so far (launches of a loop over the same buffers reuse theirs).
+    pub fn bind_groups_created(&self) -> u64 {
+        self.bind_groups.created()
+    }
+
     /// An empty batch of launches for this device.
     pub fn batch(&self) -> Batch {
         Batch::new(self.limits.max_workgroups_per_dimension)
     }
 
-    /// Encodes every launch of `batch` into one command buffer and submits it, without
-    /// waiting. If encoding fails nothing is submitted.
+    /// Encodes every launch of `batch` into one command buffer (after the uploads staged
+    /// since the last submit) and submits it, without waiting. If encoding fails nothing of
+    /// the batch runs.
     pub fn submit(&self, batch: Batch) -> Result<()> {
         self.check()?;
         if batch.is_empty() {
             return Ok(());
         }
-        let commands = scoped(&self.device, || {
-            let groups: Vec<_> = batch.dispatches().iter().map(|d| bind_group(&self.device, d)).collect();
-            let mut encoder = self
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("wgrad batch") });
-            {
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: Some("wgrad batch"),
-                    timestamp_writes: None,
-                });
-                for (dispatch, group) in batch.dispatches().iter().zip(&groups) {
-                    record(&mut pass, dispatch, group);
-                }
+        self.submit_recorded("batch submit", |encoder| {
+            let groups: Vec<_> = batch.dispatches().iter().map(|d| self.bind_group(d)).collect();
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("wgrad batch"),
+                timestamp_writes: None,
+            });
+            for (dispatch, group) in batch.dispatches().iter().zip(&groups) {
+                record(&mut pass, dispatch, group);
             }
-            encoder.finish()
         })
-        .map_err(|e| RuntimeError::from_wgpu(e, "batch encoding"))?;
-        self.submit_commands(commands, "batch submit")
+    }
+
+    /// The bind group of a recorded launch: made when it was prepared, else from the cache.
+    pub(crate) fn bind_group(&self, dispatch: &crate::batch::Dispatch) -> wgpu::BindGroup {
+        match &dispatch.bind_group {
+            Some(group) => group.clone(),
+            None => self.bind_groups.get(&self.device, &dispatch.pipeline, &dispatch.buffers),
+        }
     }
 
     /// Submits encoded commands, reporting validation errors instead of panicking.
-    pub(crate) fn submit_commands(&self, commands: wgpu::CommandBuffer, context: &'static str) -> Result<()> {
-        scoped(&self.device, || self.queue.submit([commands]))
+    pub(crate) fn submit_commands(
+        &self,
+        commands: impl IntoIterator<Item = wgpu::CommandBuffer>,
+        context: &'static str,
+    ) -> Result<()> {
+        scoped(&self.device, || self.queue.submit(commands))
             .map_err(|e| RuntimeError::from_wgpu(e, context))?;
         Ok(())
     }
@@ -244,6 +269,7 @@ impl Device {
     /// outside of scopes (including device loss).
     pub fn sync(&self) -> Result<()> {
         self.check()?;
+        self.flush_uploads()?;
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
             .map_err(|e| RuntimeError::Wait(e.to_string()))?;

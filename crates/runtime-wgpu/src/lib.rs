@@ -6,8 +6,10 @@
 //! - [`Buffer`]: storage memory from a size-bucketed pool ([`bucket_size`],
 //!   [`MemoryStats`]); dropping the last handle returns it to the pool.
 //! - [`Pipeline`]: a compiled entry point, cached by (source, entry point).
-//! - [`Batch`]: many launches recorded for one encoder and one submit;
-//!   [`fold_workgroups`] documents how launches over 65535 workgroups are folded.
+//! - [`Batch`]: many launches recorded for one encoder and one submit (after the uploads
+//!   staged since the last one); [`fold_workgroups`] documents how launches over 65535
+//!   workgroups are folded; bind groups are cached by (pipeline, buffers), and a
+//!   [`Prepared`] launch carries its own.
 //! - [`GpuProgram`]: a codegen `Program` rendered to WGSL for this device
 //!   ([`Device::compile`], [`Device::target`]) and launched with [`Device::launch`].
 //! - [`Device::run_timed`]: per-launch GPU times from timestamp queries.
@@ -31,6 +33,7 @@
 //! ```
 
 mod batch;
+mod bind;
 mod buffer;
 mod device;
 mod error;
@@ -41,7 +44,7 @@ mod program;
 mod timing;
 mod transfer;
 
-pub use batch::{Batch, fold_workgroups};
+pub use batch::{Batch, Prepared, fold_workgroups};
 pub use buffer::Buffer;
 pub use device::{ADAPTER_ENV, Device, adapters};
 pub use error::{Result, RuntimeError};

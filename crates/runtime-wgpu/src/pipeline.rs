@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::error::{RuntimeError, scoped};
@@ -24,6 +25,8 @@ pub struct Pipeline {
 
 /// What compiling one entry point produced.
 struct Compiled {
+    /// Unique among the pipelines of the process (never reused, unlike an address).
+    id: u64,
     entry: String,
     pipeline: wgpu::ComputePipeline,
     layout: wgpu::BindGroupLayout,
@@ -38,6 +41,12 @@ impl Pipeline {
     /// Whether two handles are the same compiled pipeline (cache hit).
     pub fn same(&self, other: &Pipeline) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// An identity for cache keys, never given to another pipeline (uncached pipelines come
+    /// and go).
+    pub(crate) fn id(&self) -> u64 {
+        self.inner.id
     }
 
     /// The wgpu pipeline.
@@ -124,7 +133,9 @@ pub(crate) fn compile(device: &wgpu::Device, source: &str, entry: &str) -> Resul
         Ok(compiled) => compiled,
         Err(error) => return Err(compile_error(module.as_ref(), source, entry, error)),
     };
-    Ok(Pipeline { inner: Arc::new(Compiled { entry: entry.to_owned(), pipeline, layout }) })
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let id = NEXT.fetch_add(1, Ordering::Relaxed);
+    Ok(Pipeline { inner: Arc::new(Compiled { id, entry: entry.to_owned(), pipeline, layout }) })
 }
 
 /// Builds [`RuntimeError::Compile`] from the scope's error and the module's messages.

@@ -4,7 +4,9 @@
 //! Launch contract (shared with `wgrad-renderer-wgsl`): buffers are passed by slot and bound
 //! at the bindings the renderer chose; symbolic variable values go, in `program.vars` order,
 //! into one `array<i32>` bound after them; the renderer's workgroup counts are dispatched
-//! through [`Batch::dispatch`], which folds a flattened grid over 65535.
+//! through [`Batch::dispatch`], which folds a flattened grid over 65535. A buffer of
+//! variable values is made once per distinct set of values and reused (so is the bind
+//! group that binds it).
 
 use std::sync::Arc;
 
@@ -12,10 +14,10 @@ use wgrad_codegen::{BufferArg, Program, Target};
 use wgrad_dtype::DType;
 use wgrad_renderer_wgsl::{Wgsl, WgslCaps, buffer_bytes, render};
 
-use crate::batch::Batch;
+use crate::batch::{Batch, Dispatch, Prepared, fold_workgroups};
 use crate::buffer::Buffer;
 use crate::device::Device;
-use crate::error::{Result, RuntimeError};
+use crate::error::{Result, RuntimeError, scoped};
 use crate::info::DeviceKind;
 use crate::pipeline::Pipeline;
 
@@ -140,7 +142,7 @@ impl Device {
     }
 
     /// Records a launch of `program` into `batch`: `buffers[slot]` for each buffer argument,
-    /// `vars` in `program.vars` order.
+    /// `vars` in `program.vars` order. Its bind group is found (or made) at submit.
     pub fn launch(
         &self,
         batch: &mut Batch,
@@ -186,12 +188,35 @@ impl Device {
         vars: &[i64],
         workgroups: [u32; 3],
     ) -> Result<()> {
+        batch.dispatches_mut().push(self.dispatch_of(program, buffers, vars, workgroups)?);
+        Ok(())
+    }
+
+    /// A launch of `program` (arguments as [`Device::launch`] takes them) checked, folded and
+    /// with its bind group made, to push into batches many times.
+    pub fn prepare(&self, program: &GpuProgram, buffers: &[&Buffer], vars: &[i64]) -> Result<Prepared> {
+        let mut dispatch = self.dispatch_of(program, buffers, vars, program.inner.wgsl.workgroups)?;
+        let group = scoped(&self.device, || self.bind_group(&dispatch))
+            .map_err(|e| RuntimeError::from_wgpu(e, "bind group"))?;
+        dispatch.bind_group = Some(group);
+        Ok(Prepared { dispatch })
+    }
+
+    /// The checked launch of `program` on `buffers` with `vars` over `workgroups`, its bind
+    /// group not made yet.
+    fn dispatch_of(
+        &self,
+        program: &GpuProgram,
+        buffers: &[&Buffer],
+        vars: &[i64],
+        workgroups: [u32; 3],
+    ) -> Result<Dispatch> {
         let p = &program.inner;
         let bad = |message: String| RuntimeError::BadLaunch { kernel: p.name.clone(), message };
         if vars.len() != p.vars {
             return Err(bad(format!("{} variable values for {} variables", vars.len(), p.vars)));
         }
-        let mut bound: Vec<&Buffer> = Vec::with_capacity(p.buffers.len() + 1);
+        let mut bound: Vec<Buffer> = Vec::with_capacity(p.buffers.len() + 1);
         for (arg, binding) in p.buffers.iter().zip(&p.wgsl.bindings) {
             debug_assert_eq!(binding.binding as usize, bound.len(), "bindings are numbered in order");
             let buffer = *buffers
@@ -207,15 +232,31 @@ impl Device {
                     )));
                 }
             }
-            bound.push(buffer);
+            bound.push(buffer.clone());
         }
         let values: Vec<i32> = vars
             .iter()
             .map(|&v| i32::try_from(v).map_err(|_| bad(format!("variable value {v} does not fit in i32"))))
             .collect::<Result<_>>()?;
-        let var_buffer = if values.is_empty() { None } else { Some(self.upload(&values)?) };
-        bound.extend(var_buffer.as_ref());
-        batch.dispatch(&p.pipeline, &bound, workgroups)?;
-        Ok(())
+        if !values.is_empty() {
+            bound.push(self.var_buffer(values)?);
+        }
+        let workgroups = fold_workgroups(workgroups, self.limits().max_workgroups_per_dimension)?;
+        Ok(Dispatch { pipeline: p.pipeline.clone(), buffers: bound, workgroups, bind_group: None })
+    }
+
+    /// The buffer holding `values` (made once per distinct values; at most a few thousand
+    /// are kept).
+    fn var_buffer(&self, values: Vec<i32>) -> Result<Buffer> {
+        if let Some(buffer) = self.var_buffers.lock().unwrap_or_else(|p| p.into_inner()).get(&values) {
+            return Ok(buffer.clone());
+        }
+        let buffer = self.upload(&values)?;
+        let mut cached = self.var_buffers.lock().unwrap_or_else(|p| p.into_inner());
+        if cached.len() >= 4096 {
+            cached.clear();
+        }
+        cached.insert(values, buffer.clone());
+        Ok(buffer)
     }
 }

@@ -10,10 +10,10 @@
 
 use std::time::Duration;
 
-use crate::batch::{Batch, bind_group, record};
+use crate::batch::{Batch, record};
 use crate::buffer::Buffer;
 use crate::device::Device;
-use crate::error::{Result, RuntimeError, scoped};
+use crate::error::Result;
 use crate::program::GpuProgram;
 
 /// Launches per query set: two timestamps each.
@@ -60,10 +60,8 @@ impl Device {
         let count = batch.len();
         let resolved_len = count.div_ceil(LAUNCHES_PER_SET) as u64 * SET_BYTES;
         let (staging, capacity) = self.staging.acquire(resolved_len)?;
-        let commands = scoped(&self.device, || self.encode_timed(&batch, &staging))
-            .map_err(|e| RuntimeError::from_wgpu(e, "timed batch encoding"));
-        let ticks = commands
-            .and_then(|c| self.submit_commands(c, "timed batch submit"))
+        let ticks = self
+            .submit_recorded("timed batch submit", |encoder| self.encode_timed(encoder, &batch, &staging))
             .and_then(|()| self.map_and_copy(&staging, resolved_len, 0, resolved_len));
         let ticks: Vec<u64> = match ticks {
             Ok(bytes) => {
@@ -86,9 +84,9 @@ impl Device {
             .collect())
     }
 
-    /// One command buffer: a timestamped pass per launch, then the query resolves and
-    /// the copy of the resolved ticks into `staging`.
-    fn encode_timed(&self, batch: &Batch, staging: &wgpu::Buffer) -> wgpu::CommandBuffer {
+    /// Records a timestamped pass per launch, then the query resolves and the copy of the
+    /// resolved ticks into `staging`.
+    fn encode_timed(&self, encoder: &mut wgpu::CommandEncoder, batch: &Batch, staging: &wgpu::Buffer) {
         let dispatches = batch.dispatches();
         let chunks: Vec<_> = dispatches.chunks(LAUNCHES_PER_SET).collect();
         let resolve = self.device.create_buffer(&wgpu::BufferDescriptor {
@@ -97,9 +95,6 @@ impl Device {
             usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
-        let mut encoder = self
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("wgrad timed batch") });
         for (set_index, chunk) in chunks.iter().enumerate() {
             let queries = self.device.create_query_set(&wgpu::QuerySetDescriptor {
                 label: Some("wgrad timestamps"),
@@ -107,7 +102,7 @@ impl Device {
                 count: 2 * chunk.len() as u32,
             });
             for (dispatch, slot) in chunk.iter().zip(0u32..) {
-                let group = bind_group(&self.device, dispatch);
+                let group = self.bind_group(dispatch);
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some(dispatch.pipeline.entry()),
                     timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
@@ -122,6 +117,5 @@ impl Device {
             encoder.resolve_query_set(&queries, 0..2 * chunk.len() as u32, &resolve, offset);
         }
         encoder.copy_buffer_to_buffer(&resolve, 0, staging, 0, resolve.size());
-        encoder.finish()
     }
 }

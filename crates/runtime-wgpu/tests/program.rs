@@ -77,18 +77,48 @@ fn a_generated_kernel_runs_and_compiles_once() {
 }
 
 #[test]
+fn prepared_launches_replay_with_the_bind_group_made_once() {
+    let Some(device) = common::device() else { return };
+    let n = 64;
+    let ast = store(
+        contiguous(&[n]),
+        load(DType::F32, 0, contiguous(&[n])) * load(DType::F32, 1, contiguous(&[n])),
+    );
+    let kernel = device.compile(&program(&device, &ast)).unwrap();
+    let (y, x) = (device.upload(&[1.0f32; 64]).unwrap(), device.upload(&[2.0f32; 64]).unwrap());
+    let prepared = device.prepare(&kernel, &[&y, &x], &[]).unwrap();
+    let made = device.bind_groups_created();
+    for _ in 0..10 {
+        let mut batch = device.batch();
+        batch.push(&prepared);
+        batch.push(&prepared);
+        device.submit(batch).unwrap();
+    }
+    assert_eq!(device.bind_groups_created(), made, "replays make no bind groups");
+    assert_eq!(device.read_as::<f32>(&y).unwrap(), [2f32.powi(20); 64]);
+    let bad = device.prepare(&kernel, &[&y], &[]).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(bad.contains("no buffer for slot 1"), "{bad}");
+}
+
+#[test]
 fn symbolic_variables_are_passed_at_launch() {
     let Some(device) = common::device() else { return };
     let kernel = device.compile(&program(&device, &row_sums())).unwrap();
     let data: Vec<i32> = (0..8 * 64).collect();
     let (out, input) = (device.alloc_elements(DType::I32, 8).unwrap(), device.upload(&data).unwrap());
-    for len in [1i64, 5, 64] {
+    let mut made = (0, 0);
+    for (i, len) in [1i64, 5, 64, 1, 5, 64].into_iter().enumerate() {
         let mut batch = device.batch();
         device.launch(&mut batch, &kernel, &[&out, &input], &[len]).unwrap();
         device.submit(batch).unwrap();
         let want: Vec<i32> = (0..8).map(|r| (0..len as i32).map(|c| r * 64 + c).sum()).collect();
         assert_eq!(device.read_as::<i32>(&out).unwrap(), want, "n = {len}");
+        if i == 2 {
+            made = (device.memory().created, device.bind_groups_created());
+        }
     }
+    let again = (device.memory().created, device.bind_groups_created());
+    assert_eq!(again, made, "values seen before reuse their variable buffer and bind group");
 }
 
 #[test]
