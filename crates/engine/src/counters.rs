@@ -1,5 +1,6 @@
-//! Global counters, as tinygrad's `GlobalCounters`: kernels run, flops, bytes moved and
-//! kernel time since the last reset, and device memory in use.
+//! Global counters, as tinygrad's `GlobalCounters`: kernels run, flops, bytes moved, kernel
+//! time, schedule cache hits and JIT replays since the last reset; device memory in use and
+//! device objects created (which a loop that allocates nothing after warm-up keeps flat).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -8,6 +9,8 @@ static KERNELS: AtomicU64 = AtomicU64::new(0);
 static FLOPS: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicU64 = AtomicU64::new(0);
 static NANOS: AtomicU64 = AtomicU64::new(0);
+static SCHEDULE_HITS: AtomicU64 = AtomicU64::new(0);
+static JIT_REPLAYS: AtomicU64 = AtomicU64::new(0);
 
 /// A snapshot of the counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -21,24 +24,49 @@ pub struct Counters {
     /// Time they took on the device (measured only while `flags::timing()`: DEBUG >= 2 or
     /// `set_timing`).
     pub kernel_time: Duration,
+    /// Realizes whose schedule came from the schedule cache.
+    pub schedule_cache_hits: u64,
+    /// Replays of captured JITs.
+    pub jit_replays: u64,
     /// Bytes of device memory allocated now, over every opened device.
     pub memory_used: usize,
+    /// Buffers created on the devices so far (not reset; a pool's reuse is not counted).
+    pub buffers_created: u64,
+    /// Bind groups created on the devices so far (not reset).
+    pub bind_groups_created: u64,
 }
 
 /// The counters now.
 pub fn counters() -> Counters {
+    let created = crate::device::created();
     Counters {
         kernels: KERNELS.load(Ordering::Relaxed),
         flops: FLOPS.load(Ordering::Relaxed),
         bytes: BYTES.load(Ordering::Relaxed),
         kernel_time: Duration::from_nanos(NANOS.load(Ordering::Relaxed)),
+        schedule_cache_hits: SCHEDULE_HITS.load(Ordering::Relaxed),
+        jit_replays: JIT_REPLAYS.load(Ordering::Relaxed),
         memory_used: crate::device::memory_used(),
+        buffers_created: created.buffers,
+        bind_groups_created: created.bind_groups,
     }
 }
 
-/// Zeroes the kernel, flop, byte and time counters.
+/// Zeroes the kernel, flop, byte, time, schedule cache and replay counters.
 pub fn reset_counters() {
-    [&KERNELS, &FLOPS, &BYTES, &NANOS].iter().for_each(|c| c.store(0, Ordering::Relaxed));
+    [&KERNELS, &FLOPS, &BYTES, &NANOS, &SCHEDULE_HITS, &JIT_REPLAYS]
+        .iter()
+        .for_each(|c| c.store(0, Ordering::Relaxed));
+}
+
+/// Counts one schedule served by the schedule cache.
+pub(crate) fn count_schedule_hit() {
+    SCHEDULE_HITS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Counts one JIT replay.
+pub(crate) fn count_replay() {
+    JIT_REPLAYS.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Counts one launched kernel.

@@ -91,6 +91,9 @@ pub enum EngineError {
     /// A movement op the shape algebra refused (the front end checks arguments first).
     #[error(transparent)]
     Shape(#[from] ShapeError),
+    /// Capturing or replaying a jitted function failed.
+    #[error(transparent)]
+    Jit(#[from] crate::JitError),
     /// A lazy graph node the scheduler does not know how to realize.
     #[error("cannot schedule {0}")]
     Unschedulable(String),

@@ -1,6 +1,6 @@
 //! The environment flags the engine reads, as tinygrad has them: `DEBUG=0..6`, `NOOPT=1`,
-//! `BEAM=n` and `CACHELEVEL`. Read once from the environment; tests and tools may override
-//! them.
+//! `BEAM=n`, `CACHELEVEL` and `JIT=0` (TinyJit runs its function every call). Read once from
+//! the environment; tests and tools may override them.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -8,6 +8,7 @@ static DEBUG: AtomicI64 = AtomicI64::new(-1);
 static NOOPT: AtomicI64 = AtomicI64::new(-1);
 static BEAM: AtomicI64 = AtomicI64::new(-1);
 static CACHELEVEL: AtomicI64 = AtomicI64::new(-1);
+static JIT: AtomicI64 = AtomicI64::new(-1);
 static TIMING: AtomicI64 = AtomicI64::new(0);
 
 fn read(flag: &AtomicI64, name: &str, default: i64) -> i64 {
@@ -57,6 +58,16 @@ pub fn set_debug(level: i64) {
 /// Overrides `NOOPT` for the rest of the process.
 pub fn set_noopt(on: bool) {
     NOOPT.store(i64::from(on), Ordering::Relaxed);
+}
+
+/// Whether TinyJit captures and replays (`JIT`, on unless `JIT=0`).
+pub fn jit() -> bool {
+    read(&JIT, "JIT", 1) != 0
+}
+
+/// Overrides `JIT` for the rest of the process.
+pub fn set_jit(on: bool) {
+    JIT.store(i64::from(on), Ordering::Relaxed);
 }
 
 /// Overrides `BEAM` for the rest of the process (kernels compiled earlier keep their opts

@@ -40,9 +40,13 @@ pub fn device(name: &DeviceName) -> UOp {
 
 /// A new, unique `BUFFER` of `size` elements of `dtype` on `device` (no memory yet).
 pub fn buffer(device: &DeviceName, dtype: DType, size: usize) -> UOp {
+    UOp::new(Ops::Buffer, dtype, [self::device(device)], buffer_arg(size))
+}
+
+/// The argument of a new, unique `BUFFER` of `size` elements: the next buffer number.
+pub(crate) fn buffer_arg(size: usize) -> Arg {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let num = NEXT.fetch_add(1, Ordering::Relaxed);
-    UOp::new(Ops::Buffer, dtype, [self::device(device)], Arg::Buffer { num, size })
+    Arg::Buffer { num: NEXT.fetch_add(1, Ordering::Relaxed), size }
 }
 
 /// The scalar `value` (cast to `dtype`) on `device`.

@@ -5,7 +5,8 @@
 //! kernels ([`schedule`]), compile each kernel once per device, give new buffers memory
 //! (reusing scratch memory within a schedule) and launch a device's kernels together.
 //! Data moves in and out through [`upload`] and [`download`]. With `BEAM=n` each kernel's
-//! opts come from a search on its device, cached on disk ([`beam`]).
+//! opts come from a search on its device, cached on disk ([`beam`]). [`capture`] records what
+//! realizes run so a [`CapturedJit`] can replay it with new inputs (TinyJit's engine half).
 
 pub mod beam;
 mod buffers;
@@ -14,6 +15,7 @@ mod counters;
 pub mod device;
 mod error;
 pub mod flags;
+mod jit;
 pub mod lazy;
 mod memory;
 mod realize;
@@ -24,8 +26,9 @@ mod shapes;
 pub use buffers::{alloc, download, upload};
 pub use cache::cached_kernels;
 pub use counters::{Counters, counters, reset_counters};
-pub use device::{Backend, CompiledProgram, DeviceBuffer, DeviceName, Launch};
+pub use device::{Backend, CompiledProgram, Created, DeviceBuffer, DeviceName, Graph, Launch, Swap};
 pub use error::EngineError;
+pub use jit::{Capture, CapturedJit, JitError, JitInput, capture};
 pub use memory::MemoryPlan;
 pub use realize::{Realization, prepare, realize};
 pub use realized::resolve;

@@ -16,7 +16,7 @@ use crate::device::open_device;
 use crate::lazy::{device_of, reshape};
 use crate::memory::MemoryPlan;
 use crate::schedule::{ItemKind, Schedule, ScheduleItem, schedule_with};
-use crate::{Backend, DeviceBuffer, EngineError, Launch, buffers, flags, memory, realized};
+use crate::{Backend, DeviceBuffer, DeviceName, EngineError, Launch, buffers, flags, jit, memory, realized};
 
 /// A schedule waiting to run.
 pub struct Realization {
@@ -108,9 +108,11 @@ fn run_items(items: &[ScheduleItem], memory: &UOpMap<DeviceBuffer>) -> Result<()
         let item = &items[start];
         let backend = open_device(&item.device)?;
         if matches!(item.kind, ItemKind::Copy) {
-            let src = &item.bufs[1];
-            let bytes = open_device(&device_of(src)?)?.copy_out(&memory[src])?;
-            backend.copy_in(&memory[&item.bufs[0]], &bytes)?;
+            let (src, dst) = (&item.bufs[1], &item.bufs[0]);
+            let from = device_of(src)?;
+            let bytes = open_device(&from)?.copy_out(&memory[src])?;
+            backend.copy_in(&memory[dst], &bytes)?;
+            jit::record_copy(&from, &item.device, &memory[src], &memory[dst]);
             start += 1;
             continue;
         }
@@ -146,28 +148,29 @@ fn launch(
         .collect();
     let debug = flags::debug();
     let times = backend.run(&launches, flags::timing())?;
+    jit::record_kernels(&items[0].device, items, &kernels, memory);
     for ((item, k), time) in items.iter().zip(&kernels).zip(times) {
         let bytes = k.estimate.bytes_read + k.estimate.bytes_written;
         count_kernel(k.estimate.flops, bytes, time);
         if debug >= 2 {
-            print_kernel(item, k, time);
+            print_kernel(&item.device, k, item.bufs.len(), time);
         }
     }
     Ok(())
 }
 
 /// The DEBUG=2 line of one kernel: device, number, name, buffers, memory, time, rates.
-fn print_kernel(item: &ScheduleItem, k: &Compiled, time: Option<Duration>) {
+pub(crate) fn print_kernel(device: &DeviceName, k: &Compiled, buffers: usize, time: Option<Duration>) {
     let c = crate::counters();
     let secs = time.map_or(0.0, |t| t.as_secs_f64());
     let rate = |x: u64| if secs > 0.0 { x as f64 / secs / 1e9 } else { 0.0 };
     let bytes = k.estimate.bytes_read + k.estimate.bytes_written;
     eprintln!(
         "*** {:<8} {:>5} {:<28} arg {:>2} mem {:>6.2} GB tm {:>10.2}us/{:>9.2}ms ({:>8.2} GFLOPS {:>7.2} GB/s)",
-        item.device.to_string(),
+        device.to_string(),
         c.kernels,
         k.name,
-        item.bufs.len(),
+        buffers,
         c.memory_used as f64 / 1e9,
         secs * 1e6,
         c.kernel_time.as_secs_f64() * 1e3,

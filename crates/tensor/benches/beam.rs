@@ -121,7 +121,7 @@ fn mnist(batch: usize, width: usize, steps: usize) -> Result<()> {
     let (images, labels) = data.train.batch(&picks).expect("a batch");
     let net = model::Model::new(0)?;
     let mut opt = model::optimizer(&net, 1e-3)?;
-    let mut step = || model::train_step(&net, &mut opt, &images, &labels);
+    let mut step = || model::train_step(&net, &mut opt, &images, &labels)?.item::<f32>();
     flags::set_timing(true);
     flags::set_beam(0);
     step()?; // compiles the default kernels

@@ -44,7 +44,7 @@ macro_rules! scalar_value {
         }
     )*};
 }
-scalar_value!(f32, f64, i32, i64, u32, bool);
+scalar_value!(f32, f64, i32, i64, u32, u64, bool);
 
 impl Value {
     /// This value as a tensor next to `like` (a scalar in the dtype of the module rules).

@@ -3,7 +3,7 @@
 
 use thiserror::Error;
 use wgrad_dtype::DType;
-use wgrad_engine::{DeviceName, EngineError};
+use wgrad_engine::{DeviceName, EngineError, JitError};
 use wgrad_ops::Ops;
 
 /// A shape and dtype, printed as `(2, 3) float32`.
@@ -239,6 +239,9 @@ pub enum TensorError {
         /// What is wrong with it.
         source: crate::nn::state::GgufError,
     },
+    /// A jitted function called with the wrong inputs, or that cannot be captured.
+    #[error(transparent)]
+    Jit(#[from] JitError),
     /// The engine failed (a device, a kernel, a schedule).
     #[error(transparent)]
     Engine(#[from] EngineError),

@@ -31,15 +31,17 @@ impl From<u64> for Seed {
     }
 }
 
-/// The global seed and how far each device's stream has been drawn.
+/// The global seed and each device's stream position: a uint64 tensor of one element on
+/// the device, advanced in place by every draw (tinygrad's counters), so the draws of a
+/// replayed [`crate::TinyJit`] advance it too.
 struct Streams {
     seed: u64,
-    drawn: HashMap<DeviceName, u64>,
+    positions: HashMap<DeviceName, Tensor>,
 }
 
 /// The streams; the seed is 0 until [`Tensor::manual_seed`] (tinygrad seeds from the clock).
 static STREAMS: LazyLock<Mutex<Streams>> =
-    LazyLock::new(|| Mutex::new(Streams { seed: 0, drawn: HashMap::new() }));
+    LazyLock::new(|| Mutex::new(Streams { seed: 0, positions: HashMap::new() }));
 
 /// SplitMix64's finalizer: a well-mixed 64-bit value.
 fn mix(mut z: u64) -> u64 {
@@ -48,18 +50,27 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The key of `device`'s stream and the first of the next `count` counters, which it takes.
-fn take(device: &DeviceName, count: usize) -> (u64, u64) {
+/// The key of `device`'s stream and the first of the next `count` counters, which it takes:
+/// the position advances on the device and the counters are read after it (position minus
+/// `count`), so the draw depends on the advance and never sees a stale position.
+fn take(device: &DeviceName, count: usize) -> Result<(u64, Tensor)> {
     let mut streams = STREAMS.lock().unwrap_or_else(PoisonError::into_inner);
     let name = device
         .to_string()
         .bytes()
         .fold(0xCBF2_9CE4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01B3));
     let key = mix(streams.seed ^ mix(name));
-    let drawn = streams.drawn.entry(device.clone()).or_insert(0);
-    let first = *drawn;
-    *drawn = drawn.wrapping_add(count as u64);
-    (key, first)
+    let position = match streams.positions.get(device) {
+        Some(position) => position.clone(),
+        None => {
+            let position = with_default_device(device, || Tensor::zeros(&[1], DType::U64))?;
+            position.own_buffer()?;
+            streams.positions.insert(device.clone(), position.clone());
+            position
+        }
+    };
+    position.assign(&position.add(count as u64)?)?;
+    Ok((key, position.sub(count as u64)?))
 }
 
 /// `shape` as the signed dims `reshape` takes.
@@ -80,7 +91,7 @@ impl Tensor {
     pub fn manual_seed(seed: u64) {
         let mut streams = STREAMS.lock().unwrap_or_else(PoisonError::into_inner);
         streams.seed = seed;
-        streams.drawn.clear();
+        streams.positions.clear();
     }
 
     /// Random uint32 words of `shape`: the low word of Threefry-2x32 of each element's
@@ -92,8 +103,8 @@ impl Tensor {
             Seed::Key(key) => (key, index),
             Seed::Stream => {
                 // the stream's position as data (not a constant): every draw is one kernel
-                let (key, first) = take(&device, n);
-                (key, index.add(Tensor::from_slice(&[first], &[1])?)?)
+                let (key, first) = take(&device, n)?;
+                (key, index.add(first)?)
             }
         };
         let key = Tensor::constant(&[n], ConstValue::UInt(key), DType::U64, &device);

@@ -2,7 +2,7 @@
 //! contract. Always available; the oracle the GPU backends are compared with.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -10,7 +10,7 @@ use wgrad_codegen::{Program, Target};
 use wgrad_dtype::DType;
 use wgrad_runtime_cpu::{CpuBuffer, CpuProgram};
 
-use super::{Backend, CompiledProgram, DeviceBuffer, Launch};
+use super::{Backend, CompiledProgram, Created, DeviceBuffer, Graph, Launch, Swap};
 use crate::EngineError;
 
 /// Host memory of one buffer; gives its bytes back to the backend's count when dropped.
@@ -30,8 +30,10 @@ impl Drop for CpuMem {
 pub struct CpuBackend {
     target: Target,
     used: Arc<AtomicUsize>,
+    allocated: AtomicU64,
     workers: usize,
-    lost: AtomicBool,
+    /// Set by `destroy`; shared with the graphs, which then refuse to run too.
+    lost: Arc<AtomicBool>,
 }
 
 impl CpuBackend {
@@ -39,7 +41,13 @@ impl CpuBackend {
     pub fn new() -> CpuBackend {
         let target = Target { name: "cpu".into(), ..Target::no_locals() };
         let workers = thread::available_parallelism().map_or(1, |n| n.get());
-        CpuBackend { target, used: Arc::default(), workers, lost: AtomicBool::new(false) }
+        CpuBackend {
+            target,
+            used: Arc::default(),
+            allocated: AtomicU64::new(0),
+            workers,
+            lost: Arc::default(),
+        }
     }
 }
 
@@ -63,6 +71,53 @@ fn mem(buf: &DeviceBuffer) -> Result<&CpuMem, EngineError> {
     buf.raw.downcast_ref::<CpuMem>().ok_or_else(|| EngineError::Runtime("not a CPU buffer".into()))
 }
 
+fn program(p: &CompiledProgram) -> Result<&CpuProgram, EngineError> {
+    p.raw.downcast_ref::<CpuProgram>().ok_or_else(|| EngineError::Runtime("not a CPU program".into()))
+}
+
+/// Runs one launch on `workers` threads; its time when `timed`.
+fn run_one(
+    compiled: &CompiledProgram,
+    buffers: &[&DeviceBuffer],
+    vars: &[i64],
+    workers: usize,
+    timed: bool,
+) -> Result<Option<Duration>, EngineError> {
+    let buffers = buffers.iter().map(|b| mem(b).map(|m| &m.buf)).collect::<Result<Vec<_>, _>>()?;
+    let vars: Vec<_> = compiled.program.vars.iter().cloned().zip(vars.iter().copied()).collect();
+    let start = Instant::now();
+    program(compiled)?
+        .run_shared(&buffers, &vars, workers)
+        .map_err(|e| EngineError::Runtime(e.to_string()))?;
+    Ok(timed.then(|| start.elapsed()))
+}
+
+/// Captured launches on the CPU: the interpreter has nothing to prepare, so a run is the
+/// launches again.
+struct CpuGraph {
+    launches: Vec<(CompiledProgram, Vec<DeviceBuffer>, Vec<i64>)>,
+    workers: usize,
+    lost: Arc<AtomicBool>,
+}
+
+impl Graph for CpuGraph {
+    fn run(&self, swaps: &[Swap<'_>], timed: bool) -> Result<Vec<Option<Duration>>, EngineError> {
+        if self.lost.load(Ordering::Relaxed) {
+            return Err(EngineError::DeviceLost { device: "CPU".into(), reason: "destroyed".into() });
+        }
+        let mut swaps = swaps.iter().peekable();
+        let mut times = Vec::with_capacity(self.launches.len());
+        for (i, (program, buffers, vars)) in self.launches.iter().enumerate() {
+            let mut bound: Vec<&DeviceBuffer> = buffers.iter().collect();
+            while let Some(s) = swaps.next_if(|s| s.launch == i) {
+                bound[s.slot] = s.buffer;
+            }
+            times.push(run_one(program, &bound, vars, self.workers, timed)?);
+        }
+        Ok(times)
+    }
+}
+
 impl Backend for CpuBackend {
     fn name(&self) -> String {
         "CPU".into()
@@ -81,6 +136,7 @@ impl Backend for CpuBackend {
         let bytes = dtype.itemsize().checked_mul(len).ok_or_else(oom)?;
         let buf = CpuBuffer::try_zeros(dtype, len).ok_or_else(oom)?;
         self.used.fetch_add(bytes, Ordering::Relaxed);
+        self.allocated.fetch_add(1, Ordering::Relaxed);
         let raw = CpuMem { buf, bytes, used: self.used.clone() };
         Ok(DeviceBuffer { dtype, len, raw: Arc::new(raw) })
     }
@@ -109,21 +165,18 @@ impl Backend for CpuBackend {
 
     fn run(&self, launches: &[Launch<'_>], timed: bool) -> Result<Vec<Option<Duration>>, EngineError> {
         self.check()?;
-        let mut times = Vec::with_capacity(launches.len());
-        for launch in launches {
-            let program = launch.program.raw.downcast_ref::<CpuProgram>();
-            let program = program.ok_or_else(|| EngineError::Runtime("not a CPU program".into()))?;
-            let buffers =
-                launch.buffers.iter().map(|b| mem(b).map(|m| &m.buf)).collect::<Result<Vec<_>, _>>()?;
-            let vars: Vec<_> =
-                launch.program.program.vars.iter().cloned().zip(launch.vars.iter().copied()).collect();
-            let start = Instant::now();
-            program
-                .run_shared(&buffers, &vars, self.workers)
-                .map_err(|e| EngineError::Runtime(e.to_string()))?;
-            times.push(timed.then(|| start.elapsed()));
-        }
-        Ok(times)
+        launches.iter().map(|l| run_one(l.program, &l.buffers, &l.vars, self.workers, timed)).collect()
+    }
+
+    fn graph(&self, launches: &[Launch<'_>]) -> Result<Box<dyn Graph>, EngineError> {
+        let launches = launches
+            .iter()
+            .map(|l| {
+                program(l.program)?;
+                Ok((l.program.clone(), l.buffers.iter().map(|&b| b.clone()).collect(), l.vars.clone()))
+            })
+            .collect::<Result<_, EngineError>>()?;
+        Ok(Box::new(CpuGraph { launches, workers: self.workers, lost: self.lost.clone() }))
     }
 
     fn destroy(&self) {
@@ -132,6 +185,10 @@ impl Backend for CpuBackend {
 
     fn memory_used(&self) -> usize {
         self.used.load(Ordering::Relaxed)
+    }
+
+    fn created(&self) -> Created {
+        Created { buffers: self.allocated.load(Ordering::Relaxed), bind_groups: 0 }
     }
 
     fn source(&self, p: &CompiledProgram) -> Option<String> {

@@ -2,14 +2,15 @@
 //! registry that opens devices by name.
 //!
 //! A [`Backend`] allocates [`DeviceBuffer`]s, moves bytes in and out of them, compiles a
-//! codegen [`Program`] into a [`CompiledProgram`] and runs batches of [`Launch`]es. The engine
+//! codegen [`Program`] into a [`CompiledProgram`], runs batches of [`Launch`]es, and prepares
+//! a batch once to run many times (a [`Graph`], what a captured JIT replays). The engine
 //! never looks inside `raw`: each backend stores its own handles there and downcasts them.
 //!
 //! Invariants every backend keeps:
 //! - bytes crossing `copy_in`/`copy_out` are the buffer's elements, host little-endian,
 //!   `dtype.itemsize() * len` of them;
-//! - `run` executes the launches in order, as if each finished before the next started,
-//!   and returns one entry per launch (`Some` time only when `timed`);
+//! - `run` (and [`Graph::run`]) executes the launches in order, as if each finished before
+//!   the next started, and returns one entry per launch (`Some` time only when `timed`);
 //! - a failure is an [`EngineError`], never a panic: a buffer the device cannot hold is
 //!   [`EngineError::OutOfMemory`] (the device stays usable), and after a loss (or
 //!   [`Backend::destroy`]) every operation is [`EngineError::DeviceLost`].
@@ -28,7 +29,9 @@ use wgrad_dtype::DType;
 use crate::EngineError;
 
 pub use cpu::CpuBackend;
-pub use registry::{DEVICE_ENV, DeviceName, available_devices, default_device, memory_used, open_device};
+pub use registry::{
+    DEVICE_ENV, DeviceName, available_devices, created, default_device, memory_used, open_device,
+};
 pub use wgpu::WgpuBackend;
 
 /// Device memory of one buffer: `dtype` elements, `len` of them; bytes are host little-endian.
@@ -61,6 +64,35 @@ pub struct Launch<'a> {
     pub vars: Vec<i64>,
 }
 
+/// A buffer of a [`Graph`] replaced for one run: launch `launch`, slot `slot`, now `buffer`.
+#[derive(Clone, Copy)]
+pub struct Swap<'a> {
+    /// Index of the launch in the graph.
+    pub launch: usize,
+    /// The buffer slot of that launch.
+    pub slot: usize,
+    /// The buffer bound there for this run.
+    pub buffer: &'a DeviceBuffer,
+}
+
+/// Launches prepared once (checked, and on wgpu with their bind groups made) to run many
+/// times as one submission: a captured JIT's kernels on one device.
+pub trait Graph: Send + Sync {
+    /// Runs every launch in order as one submission with `swaps` applied (sorted by
+    /// launch); per-launch device times when `timed`.
+    fn run(&self, swaps: &[Swap<'_>], timed: bool) -> Result<Vec<Option<Duration>>, EngineError>;
+}
+
+/// Device objects created so far: a loop that allocates nothing after its first step keeps
+/// these flat.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Created {
+    /// Buffers created on the device (not counting those a pool handed out again).
+    pub buffers: u64,
+    /// Bind groups created (wgpu).
+    pub bind_groups: u64,
+}
+
 /// A place kernels run.
 pub trait Backend: Send + Sync {
     /// The device's name for messages and DEBUG output: `"CPU"`, `"WGPU (NVIDIA H200)"`.
@@ -80,8 +112,13 @@ pub trait Backend: Send + Sync {
     /// Gives the device up now (wgpu: `Device::destroy`, which is also how a lost device
     /// looks): every later operation on it fails with [`EngineError::DeviceLost`].
     fn destroy(&self);
+    /// Prepares `launches` to run many times ([`Graph`]); the graph keeps their programs and
+    /// buffers alive.
+    fn graph(&self, launches: &[Launch<'_>]) -> Result<Box<dyn Graph>, EngineError>;
     /// Bytes of device memory currently allocated through this backend.
     fn memory_used(&self) -> usize;
+    /// Device objects created so far.
+    fn created(&self) -> Created;
     /// The source the device runs for `p`, printed at DEBUG=4 (WGSL for wgpu); `None` when
     /// the device runs the program as is.
     fn source(&self, _p: &CompiledProgram) -> Option<String> {

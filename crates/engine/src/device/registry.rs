@@ -6,7 +6,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
-use super::{Backend, CpuBackend, WgpuBackend};
+use super::{Backend, CpuBackend, Created, WgpuBackend};
 use crate::{EngineError, flags};
 
 /// The environment variable that picks the default device.
@@ -102,4 +102,13 @@ pub fn available_devices() -> Vec<DeviceName> {
 pub fn memory_used() -> usize {
     let opened = OPENED.lock().unwrap_or_else(PoisonError::into_inner);
     opened.values().flatten().map(|b| b.memory_used()).sum()
+}
+
+/// Device objects created so far, over every opened device.
+pub fn created() -> Created {
+    let opened = OPENED.lock().unwrap_or_else(PoisonError::into_inner);
+    opened.values().flatten().map(|b| b.created()).fold(Created::default(), |a, c| Created {
+        buffers: a.buffers + c.buffers,
+        bind_groups: a.bind_groups + c.bind_groups,
+    })
 }

@@ -1,41 +1,48 @@
 //! The wgpu backend: kernels rendered to WGSL and run on a GPU (or Mesa lavapipe) through
 //! `wgrad-runtime-wgpu`. The launches of one `run` are recorded into one batch and submitted
-//! once; nothing waits for the GPU until bytes are read back (or times are asked for).
+//! once; nothing waits for the GPU until bytes are read back (or times are asked for). A
+//! [`Graph`] holds its launches prepared (bind groups made): a run records them into one
+//! batch, re-binding only the launches whose buffers were swapped.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wgrad_codegen::{Program, Target};
 use wgrad_dtype::DType;
-use wgrad_runtime_wgpu::{Buffer, Device, GpuProgram, RuntimeError, adapters};
+use wgrad_runtime_wgpu::{Buffer, Device, GpuProgram, Prepared, RuntimeError, adapters};
 
-use super::{Backend, CompiledProgram, DeviceBuffer, Launch};
+use super::{Backend, CompiledProgram, Created, DeviceBuffer, Graph, Launch, Swap};
 use crate::EngineError;
 
 /// A wgpu adapter as a device.
 pub struct WgpuBackend {
-    device: Device,
+    device: Arc<Device>,
     target: Target,
 }
 
 impl WgpuBackend {
     /// `e` as an engine error: memory, loss and rejected kernels keep their kind.
     fn runtime(&self, e: RuntimeError) -> EngineError {
-        let device = self.name();
-        match e {
-            RuntimeError::BufferTooLarge { requested, limit } => EngineError::OutOfMemory {
-                device,
-                what: format!("a buffer of {requested} bytes is over its limit of {limit} bytes per buffer"),
-            },
-            RuntimeError::OutOfMemory { context } => {
-                EngineError::OutOfMemory { device, what: format!("no device memory left in {context}") }
-            }
-            RuntimeError::DeviceLost(reason) => EngineError::DeviceLost { device, reason },
-            RuntimeError::Kernel { kernel, wgsl, error } => {
-                EngineError::KernelCompile { kernel, device, message: error.to_string(), code: wgsl }
-            }
-            e => EngineError::Runtime(e.to_string()),
+        runtime(self.name(), e)
+    }
+}
+
+/// `e` on the device named `device` as an engine error: memory, loss and rejected kernels
+/// keep their kind.
+fn runtime(device: String, e: RuntimeError) -> EngineError {
+    match e {
+        RuntimeError::BufferTooLarge { requested, limit } => EngineError::OutOfMemory {
+            device,
+            what: format!("a buffer of {requested} bytes is over its limit of {limit} bytes per buffer"),
+        },
+        RuntimeError::OutOfMemory { context } => {
+            EngineError::OutOfMemory { device, what: format!("no device memory left in {context}") }
         }
+        RuntimeError::DeviceLost(reason) => EngineError::DeviceLost { device, reason },
+        RuntimeError::Kernel { kernel, wgsl, error } => {
+            EngineError::KernelCompile { kernel, device, message: error.to_string(), code: wgsl }
+        }
+        e => EngineError::Runtime(e.to_string()),
     }
 }
 
@@ -63,6 +70,47 @@ fn gpu_program<'a>(launch: &Launch<'a>) -> Result<&'a GpuProgram, EngineError> {
         .ok_or_else(|| EngineError::Runtime("not a wgpu program".into()))
 }
 
+/// One captured launch: what it binds, and the launch prepared with those buffers.
+struct GraphLaunch {
+    program: GpuProgram,
+    buffers: Vec<Buffer>,
+    vars: Vec<i64>,
+    prepared: Prepared,
+}
+
+/// Captured launches on one wgpu device.
+struct WgpuGraph {
+    device: Arc<Device>,
+    /// The backend's name, for errors.
+    name: String,
+    launches: Vec<GraphLaunch>,
+}
+
+impl Graph for WgpuGraph {
+    fn run(&self, swaps: &[Swap<'_>], timed: bool) -> Result<Vec<Option<Duration>>, EngineError> {
+        let mut batch = self.device.batch();
+        let mut swaps = swaps.iter().peekable();
+        for (i, launch) in self.launches.iter().enumerate() {
+            if swaps.peek().is_none_or(|s| s.launch != i) {
+                batch.push(&launch.prepared);
+                continue;
+            }
+            let mut bound: Vec<&Buffer> = launch.buffers.iter().collect();
+            while let Some(s) = swaps.next_if(|s| s.launch == i) {
+                bound[s.slot] = buffer(s.buffer)?;
+            }
+            self.device
+                .launch(&mut batch, &launch.program, &bound, &launch.vars)
+                .map_err(|e| runtime(self.name.clone(), e))?;
+        }
+        if timed {
+            return self.device.run_timed(batch).map_err(|e| runtime(self.name.clone(), e));
+        }
+        self.device.submit(batch).map_err(|e| runtime(self.name.clone(), e))?;
+        Ok(vec![None; self.launches.len()])
+    }
+}
+
 impl WgpuBackend {
     /// Opens adapter `index` of [`adapters`] (best first), or the best one (`WGRAD_ADAPTER`
     /// may name it) when `None`.
@@ -80,7 +128,7 @@ impl WgpuBackend {
         }
         .map_err(|e| EngineError::Runtime(e.to_string()))?;
         let target = device.target();
-        Ok(WgpuBackend { device, target })
+        Ok(WgpuBackend { device: Arc::new(device), target })
     }
 }
 
@@ -142,8 +190,26 @@ impl Backend for WgpuBackend {
         self.device.destroy();
     }
 
+    fn graph(&self, launches: &[Launch<'_>]) -> Result<Box<dyn Graph>, EngineError> {
+        let launches = launches
+            .iter()
+            .map(|l| {
+                let program = gpu_program(l)?.clone();
+                let buffers = l.buffers.iter().map(|b| buffer(b).cloned()).collect::<Result<Vec<_>, _>>()?;
+                let bound: Vec<&Buffer> = buffers.iter().collect();
+                let prepared = self.device.prepare(&program, &bound, &l.vars).map_err(|e| self.runtime(e))?;
+                Ok(GraphLaunch { program, buffers, vars: l.vars.clone(), prepared })
+            })
+            .collect::<Result<_, EngineError>>()?;
+        Ok(Box::new(WgpuGraph { device: self.device.clone(), name: self.name(), launches }))
+    }
+
     fn memory_used(&self) -> usize {
         self.device.memory().in_use as usize
+    }
+
+    fn created(&self) -> Created {
+        Created { buffers: self.device.memory().created, bind_groups: self.device.bind_groups_created() }
     }
 
     fn source(&self, p: &CompiledProgram) -> Option<String> {

@@ -1,22 +1,27 @@
 //! Scheduling: a lazy graph becomes a list of kernels and copies, as one list of steps:
-//! 1. `resolve`: nodes realized before are read from their buffers;
+//! 1. `resolve`: nodes realized before are read from their buffers; `cache`: a graph equal
+//!    up to its buffers to one scheduled before takes that schedule (steps 2-5 are skipped);
 //! 2. `views`: movement ops fold into `VIEW`s, large reductions split in two;
 //! 3. `group`: the nodes that get buffers of their own (the grouping rules);
 //! 4. `kernel`: each such node's part of the graph lowered to a kernel AST;
 //! 5. `order`: the run order.
 
+mod cache;
 mod group;
 mod kernel;
 mod order;
 mod views;
 
+use std::sync::Arc;
+
 use wgrad_dtype::DType;
 use wgrad_ops::{Arg, Ops, UOp, UOpMap, WeakUOp};
 
-use crate::lazy::{buffer, reshape};
+use crate::lazy::{self, buffer, reshape};
 use crate::realized::resolve_all;
 use crate::shapes::numel;
 use crate::{DeviceName, EngineError, Shapes};
+use cache::Normalized;
 use group::{group, realized_target, whole_buffer};
 use kernel::{buffer_key, lower_kernel};
 use views::{contiguous_st, to_views};
@@ -82,7 +87,8 @@ impl Schedule {
 }
 
 /// The schedule that realizes `targets` (lazy UOps), each kernel binding at most
-/// `max_buffers` buffers.
+/// `max_buffers` buffers: from the schedule cache when a graph equal up to its buffers was
+/// scheduled before.
 pub fn schedule_with(targets: &[UOp], max_buffers: usize) -> Result<Schedule, EngineError> {
     // a node the caller holds may change under resolve (a part of it was realized since): its
     // result is recorded under the held node too, or the next realize would compute it again
@@ -92,49 +98,158 @@ pub fn schedule_with(targets: &[UOp], max_buffers: usize) -> Result<Schedule, En
     for (old, new) in images.iter().filter(|(old, new)| old != new) {
         held.entry(new.clone()).or_default().push(old.clone());
     }
+    let sink = UOp::sink(resolved.clone());
+    let normal = cache::normalize(&sink, max_buffers);
+    let (template, hit) = match cache::get(&normal.key) {
+        Some(t) => (t, true),
+        None => (Arc::new(template(&sink, &normal, max_buffers)?), false),
+    };
+    let schedule = instantiate(&template, &normal.topo, &normal.buffers, &resolved, &held);
+    if !hit {
+        cache::put(normal.key, template);
+    }
+    Ok(schedule)
+}
+
+/// A buffer of a template: the graph's buffer at a position, or a new one.
+#[derive(Clone, Copy)]
+enum Buf {
+    /// The graph's buffer at this position (see `cache.rs`).
+    Input(usize),
+    /// New buffer `i` of the template.
+    New(usize),
+}
+
+/// A schedule in terms of positions (`cache.rs`), shared by every graph equal up to its
+/// buffers: it holds no lazy node and no buffer.
+pub(crate) struct Template {
+    items: Vec<(ItemKind, Vec<Buf>, DeviceName)>,
+    /// The new buffers: device, dtype, elements.
+    new: Vec<(UOp, DType, usize)>,
+    /// For each target, the buffer its value lands in and its shape; `None` when nothing
+    /// computes it.
+    results: Vec<Option<(Buf, Vec<usize>)>>,
+    outputs: Vec<TemplateOutput>,
+}
+
+/// An [`Output`] of a template; its lazy nodes by position.
+struct TemplateOutput {
+    buffer: Buf,
+    keys: Vec<(usize, Vec<usize>)>,
+    target: bool,
+    existing: bool,
+}
+
+/// The schedule of the graph under `sink` (walked as `normal`), as a template.
+fn template(sink: &UOp, normal: &Normalized, max_buffers: usize) -> Result<Template, EngineError> {
     let mut shapes = Shapes::new();
-    let converted = to_views(&UOp::sink(resolved.clone()), &mut shapes)?;
+    let converted = to_views(sink, &mut shapes)?;
     let sink = converted.sink;
     let (realizes, mut kernels) = group(&sink, &mut shapes, max_buffers.max(2))?;
     let topo: Vec<UOp> = sink.toposort().into_iter().filter(|u| realizes.contains(u)).collect();
+    let position = normal.positions();
+    let mut bufs: UOpMap<Buf> =
+        normal.buffers.iter().enumerate().map(|(i, b)| (b.clone(), Buf::Input(i))).collect();
+    let mut new = vec![];
     let mut buffers: UOpMap<UOp> = UOpMap::default();
     let (mut items, mut nodes, mut outputs) = (vec![], vec![], vec![]);
     for root in &topo {
         let (item, reads, buffer) = build(root, kernels.remove(root), &realizes, &mut buffers, &mut shapes)?;
-        let keys = converted
-            .origins
-            .get(root)
-            .into_iter()
-            .flatten()
-            .flat_map(|k| {
-                let shape = shapes.of(k).to_vec();
-                std::iter::once(k)
-                    .chain(held.get(k).into_iter().flatten())
-                    .map(move |h| (h.downgrade(), shape.clone()))
-            })
-            .collect();
+        let existing = root.op() == Ops::Assign;
+        if !existing {
+            bufs.insert(buffer.clone(), Buf::New(new.len()));
+            let Arg::Buffer { size, .. } = buffer.arg() else { unreachable!("build makes BUFFERs") };
+            new.push((buffer.src()[0].clone(), buffer.dtype(), *size));
+        }
+        let keys = converted.origins.get(root).into_iter().flatten();
+        let keys = keys.map(|k| (position[k], shapes.of(k).to_vec())).collect();
         items.push(item);
         nodes.push(order::Node { node: root.clone(), reads });
-        outputs.push(Output { buffer, keys, target: false, existing: root.op() == Ops::Assign });
+        outputs.push(TemplateOutput { buffer: bufs[&buffer], keys, target: false, existing });
     }
-    let mut results = Vec::with_capacity(targets.len());
-    for (t, c) in resolved.iter().zip(sink.src()) {
+    let buf = |b: &UOp| {
+        bufs.get(b).copied().ok_or_else(|| EngineError::Unschedulable(format!("a kernel reads {b}")))
+    };
+    let mut results = Vec::with_capacity(sink.src().len());
+    for c in sink.src() {
         let realized = realized_target(c, &mut shapes);
         if let Some(i) = realized.as_ref().and_then(|r| topo.iter().position(|u| u == r)) {
             outputs[i].target = true;
         }
         results.push(match realized {
-            Some(r) => reshape(&buffers[&r], shapes.of(t)),
-            None => t.clone(),
+            Some(r) => Some((buf(&buffers[&r])?, shapes.of(c).to_vec())),
+            None => None,
         });
     }
     let run_order = order::order(&nodes)?;
-    let mut outputs: Vec<Option<Output>> = outputs.into_iter().map(Some).collect();
-    Ok(Schedule {
-        items: run_order.iter().filter_map(|&i| items[i].take()).collect(),
+    let mut outputs: Vec<Option<TemplateOutput>> = outputs.into_iter().map(Some).collect();
+    let mut kept = vec![];
+    for &i in &run_order {
+        if let Some(item) = items[i].take() {
+            let refs = item.bufs.iter().map(&buf).collect::<Result<_, _>>()?;
+            kept.push((item.kind, refs, item.device));
+        }
+    }
+    Ok(Template {
+        items: kept,
+        new,
         outputs: run_order.iter().filter_map(|&i| outputs[i].take()).collect(),
         results,
     })
+}
+
+/// The schedule of a graph (its nodes `topo` and `buffers` by position) out of its template:
+/// positions become its buffers and lazy nodes (and the nodes `held` under them), new
+/// buffers new `BUFFER`s.
+fn instantiate(
+    t: &Template,
+    topo: &[UOp],
+    buffers: &[UOp],
+    resolved: &[UOp],
+    held: &UOpMap<Vec<UOp>>,
+) -> Schedule {
+    let new: Vec<UOp> = t
+        .new
+        .iter()
+        .map(|(device, dtype, size)| UOp::new(Ops::Buffer, *dtype, [device.clone()], lazy::buffer_arg(*size)))
+        .collect();
+    let real = |b: &Buf| match *b {
+        Buf::Input(i) => buffers[i].clone(),
+        Buf::New(i) => new[i].clone(),
+    };
+    let items = t
+        .items
+        .iter()
+        .map(|(kind, bufs, device)| ScheduleItem {
+            kind: kind.clone(),
+            bufs: bufs.iter().map(real).collect(),
+            device: device.clone(),
+        })
+        .collect();
+    let outputs = t
+        .outputs
+        .iter()
+        .map(|o| {
+            let keys = o
+                .keys
+                .iter()
+                .flat_map(|(k, shape)| {
+                    let k = &topo[*k];
+                    std::iter::once(k)
+                        .chain(held.get(k).into_iter().flatten())
+                        .map(|h| (h.downgrade(), shape.clone()))
+                })
+                .collect();
+            Output { buffer: real(&o.buffer), keys, target: o.target, existing: o.existing }
+        })
+        .collect();
+    let results = t
+        .results
+        .iter()
+        .zip(resolved)
+        .map(|(r, target)| r.as_ref().map_or_else(|| target.clone(), |(b, shape)| reshape(&real(b), shape)))
+        .collect();
+    Schedule { items, results, outputs }
 }
 
 /// The item of the realized node `root` (none for an empty kernel), what it reads, and its

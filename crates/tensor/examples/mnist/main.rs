@@ -6,13 +6,14 @@
 //! falling linearly to zero over the run; 2e-3), `--data DIR`,
 //! `--seed N` (0).
 //! Batches are sampled on the host (seeded) and uploaded; each step is one backward pass
-//! and one Adam update. It prints the device, a progress bar with the loss and the time left
+//! and one Adam update, jitted (`JIT=0` runs every step eagerly). It prints the device, a progress bar with the loss and the time left
 //! (on stderr), and, when the kernels run on the CPU (lavapipe or the interpreter), how long
-//! the run will take once the second step has shown the pace.
+//! the run will take once the third step (the first replay) has shown the pace.
 #![allow(clippy::print_stdout)] // an example's job is to print
 
 mod model;
 
+use std::cell::RefCell;
 use std::error::Error;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -22,7 +23,7 @@ use wgrad_tensor::datasets::mnist::{Digits, Mnist};
 use wgrad_tensor::optim::Optimizer;
 use wgrad_tensor::{DeviceName, Tensor};
 
-use model::{Model, optimizer, train_step};
+use model::{Model, jit_train_step, optimizer};
 
 /// The command line.
 struct Args {
@@ -136,7 +137,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         args.lr
     );
     let model = Model::new(args.seed)?;
-    let mut opt = optimizer(&model, args.lr)?;
+    let opt = RefCell::new(optimizer(&model, args.lr)?);
+    let mut train_step = jit_train_step(&model, &opt);
     let mut sampler = Sampler(args.seed);
     let bar = progress(args.steps);
     let every = (args.steps / 10).max(1);
@@ -144,21 +146,21 @@ fn main() -> Result<(), Box<dyn Error>> {
     for step in 1..=args.steps {
         let step_start = Instant::now();
         // the learning rate falls linearly to zero over the run
-        opt.set_lr(args.lr * (1.0 - (step - 1) as f64 / args.steps as f64))?;
+        opt.borrow().set_lr(args.lr * (1.0 - (step - 1) as f64 / args.steps as f64))?;
         let picks: Vec<usize> = (0..args.batch).map(|_| sampler.below(data.train.len())).collect();
         let (x, y) = data.train.batch(&picks)?;
-        let loss = train_step(&model, &mut opt, &x, &y)?;
+        let loss = train_step.call(&[&x, &y])?[0].item::<f32>()?;
         let per_s = (step * args.batch) as f64 / train_start.elapsed().as_secs_f64();
         bar.set_message(format!("loss {loss:.3}  {per_s:.0} digits/s"));
         bar.inc(1);
-        // the first step compiles the kernels; the second shows the pace
-        if on_cpu && step == 2 && args.steps > 2 {
+        // the first step compiles the kernels, the second captures them; the third shows the pace
+        if on_cpu && step == 3 && args.steps > 3 {
             let secs = step_start.elapsed().as_secs_f64();
             let evaluation = secs * data.test.len() as f64 / (3 * args.batch) as f64;
             let note = format!(
                 "no GPU: {name} runs the kernels on this machine's CPU; at {secs:.2} s a step, \
                  about {} more to train and {} to evaluate",
-                duration(secs * (args.steps - 2) as f64),
+                duration(secs * (args.steps - 3) as f64),
                 duration(evaluation)
             );
             // a hidden bar (stderr not a terminal) prints nothing, not even its println

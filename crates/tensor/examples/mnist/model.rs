@@ -1,9 +1,11 @@
-//! tinygrad's beautiful_mnist CNN and its training step (shared by the example and
-//! `tests/mnist.rs`).
+//! tinygrad's beautiful_mnist CNN and its training step, eager and jitted (shared by the
+//! example, `tests/mnist.rs` and `tests/jit.rs`).
+
+use std::cell::RefCell;
 
 use wgrad_tensor::nn::{BatchNorm, Conv2d, Linear, Module};
 use wgrad_tensor::optim::{Adam, Optimizer};
-use wgrad_tensor::{ConvOpts, DType, Result, Tensor, no_grad, training};
+use wgrad_tensor::{ConvOpts, DType, Result, Tensor, TinyJit, no_grad, training};
 
 /// One entry of tinygrad's `layers` list: a layer with state or a stateless step.
 #[derive(Module)]
@@ -79,12 +81,25 @@ pub fn optimizer(model: &Model, lr: f64) -> Result<Adam> {
     Adam::new(model.parameters(), lr)
 }
 
-/// One training step on `images` and `labels`: the loss (realized) after the update.
-pub fn train_step(model: &Model, opt: &mut Adam, images: &Tensor, labels: &Tensor) -> Result<f32> {
+/// One training step on `images` and `labels`: the loss (realized) of the batch the update
+/// followed.
+pub fn train_step(model: &Model, opt: &mut Adam, images: &Tensor, labels: &Tensor) -> Result<Tensor> {
     let loss = training(true, || model.forward(images)?.sparse_categorical_crossentropy(labels, 0.0))?;
     loss.backward()?;
     loss.realize()?; // the forward pass; the backward pass reads the buffers it keeps
     opt.step()?;
     opt.zero_grad();
-    loss.item::<f32>()
+    Ok(loss)
+}
+
+/// [`train_step`] as a [`TinyJit`] of `(images, labels)` returning `[loss]`: from its third
+/// call a step replays the kernels of the second. The optimizer sits in a `RefCell` so its
+/// learning rate can still be set between steps (`opt.borrow().set_lr(..)`).
+pub fn jit_train_step<'a>(
+    model: &'a Model,
+    opt: &'a RefCell<Adam>,
+) -> TinyJit<impl FnMut(&[Tensor]) -> Result<Vec<Tensor>> + 'a> {
+    TinyJit::new(move |batch: &[Tensor]| {
+        Ok(vec![train_step(model, &mut opt.borrow_mut(), &batch[0], &batch[1])?])
+    })
 }
