@@ -17,7 +17,8 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   test-all   set up, check formatting, clippy (warnings denied), layering, run every test
   bench      benchmarks (release): Tensor-level workloads (wall and kernel time, roofline),
-             generated kernels' GB/s, TFLOP/s, round trip; symbolic; PyTorch when it imports
+             generated kernels' GB/s, TFLOP/s, round trip; symbolic;
+             host overhead and TinyJit; PyTorch when it imports
   fuzz       graph fuzzer (release): random Tensor programs, wgpu vs the CPU interpreter
              [--graphs N] [--seed S] [--max-ops M] [--workers W]
   lines      lines of library Rust per crate (no tests, comments or blank lines)

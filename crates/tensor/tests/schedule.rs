@@ -336,3 +336,92 @@ fn copies_are_schedule_items() {
     assert!(schedule.items.iter().any(|i| matches!(i.kind, ItemKind::Copy)));
     assert_eq!(moved.to_vec::<f32>().unwrap(), data(32, 0).iter().map(|x| x + 1.0).collect::<Vec<_>>());
 }
+
+/// The schedule realizing `tensors` together (as `Tensor::realize_all` would).
+fn schedule_of(tensors: &[&Tensor]) -> Schedule {
+    let uops: Vec<_> = tensors.iter().map(|t| t.uop()).collect();
+    wgrad_engine::schedule_with(&uops, 32).unwrap()
+}
+
+#[test]
+fn an_adam_update_of_a_parameter_is_one_kernel_with_three_outputs() {
+    let (b1, b2, lr, eps) = (0.9f32, 0.999f32, 0.01f32, 1e-8f32);
+    for device in devices() {
+        with_default_device(&device, || {
+            let (p, g, m, v) =
+                (tensor(&[4, 8], 0), tensor(&[4, 8], 1), tensor(&[4, 8], 2), tensor(&[4, 8], 3));
+            let v = v.abs().contiguous();
+            let powers =
+                [Tensor::full(&[], b1).unwrap().contiguous(), Tensor::full(&[], b2).unwrap().contiguous()];
+            Tensor::realize_all(&[&v, &powers[0], &powers[1]]).unwrap();
+            // Adam's update, as optim/adam.rs builds it (the powers already advanced)
+            m.assign(&m.mul(b1).unwrap().add(g.mul(1.0 - b1).unwrap()).unwrap()).unwrap();
+            v.assign(&v.mul(b2).unwrap().add(g.square().mul(1.0 - b2).unwrap()).unwrap()).unwrap();
+            let m_hat = m.div(powers[0].rsub(1.0).unwrap()).unwrap();
+            let v_hat = v.div(powers[1].rsub(1.0).unwrap()).unwrap();
+            let u = m_hat.div(v_hat.sqrt().add(eps).unwrap()).unwrap();
+            p.assign(&p.sub(u.mul(lr).unwrap()).unwrap()).unwrap();
+            let schedule = schedule_of(&[&m, &v, &p]);
+            assert_eq!(schedule.kernel_count(), 1, "{device}: {:#?}", schedule.kernels());
+            let stores = schedule.kernels()[0].src().len();
+            assert_eq!(
+                (stores, schedule.items[0].bufs.len()),
+                (3, 6),
+                "{device}: m, v, p; and g, b1^t, b2^t"
+            );
+            Tensor::realize_all(&[&m, &v, &p]).unwrap();
+            let (p0, g0, m0, v0) = (data(32, 0), data(32, 1), data(32, 2), data(32, 3));
+            for i in 0..32 {
+                let m1 = m0[i] * b1 + g0[i] * (1.0 - b1);
+                let v1 = v0[i].abs() * b2 + g0[i] * g0[i] * (1.0 - b2);
+                let p1 = p0[i] - lr * (m1 / (1.0 - b1)) / ((v1 / (1.0 - b2)).sqrt() + eps);
+                for (name, got, want) in [("m", &m, m1), ("v", &v, v1), ("p", &p, p1)] {
+                    let got = got.to_vec::<f32>().unwrap()[i];
+                    assert!(
+                        (got - want).abs() <= 1e-6 + 1e-4 * want.abs(),
+                        "{device} {name}[{i}]: {got} != {want}"
+                    );
+                }
+            }
+        });
+    }
+}
+
+#[test]
+fn outputs_share_a_kernel_only_where_no_element_is_read_after_it_is_written() {
+    for device in devices() {
+        with_default_device(&device, || {
+            let t = tensor(&[8], 0);
+            let reversed = t.flip(&[0]).unwrap().mul(3.0).unwrap(); // reads t's old values
+            t.assign(&t.mul(2.0).unwrap()).unwrap();
+            let sum = t.add(&reversed).unwrap();
+            // `sum` reads the new `t` in place and shares its kernel; `reversed` reads old
+            // values of other elements, so it runs first, in a kernel of its own
+            let schedule = schedule_of(&[&t, &reversed, &sum]);
+            assert_eq!(schedule.kernel_count(), 2, "{device}: {:#?}", schedule.kernels());
+            assert_eq!(schedule.kernels().iter().map(|k| k.src().len()).collect::<Vec<_>>(), [1, 2]);
+            Tensor::realize_all(&[&t, &reversed, &sum]).unwrap();
+            let x = data(8, 0);
+            let want: Vec<f32> = (0..8).map(|i| 2.0 * x[i] + 3.0 * x[7 - i]).collect();
+            assert_eq!(sum.to_vec::<f32>().unwrap(), want, "{device}");
+            assert_eq!(t.to_vec::<f32>().unwrap(), x.iter().map(|v| 2.0 * v).collect::<Vec<_>>());
+        });
+    }
+}
+
+#[test]
+fn max_and_argmax_together_take_two_passes() {
+    for device in devices() {
+        with_default_device(&device, || {
+            let x = tensor(&[4, 8], 0);
+            let (max, arg) = (x.max(&[1], false).unwrap(), x.argmax(1, false).unwrap());
+            assert_eq!(schedule_of(&[&max, &arg]).kernel_count(), 2, "{device}");
+            let want: Vec<i32> = rows(&data(32, 0), 8)
+                .iter()
+                .map(|r| r.iter().enumerate().fold(0, |b, (i, v)| if *v > r[b] { i } else { b }) as i32)
+                .collect();
+            Tensor::realize_all(&[&max, &arg]).unwrap();
+            assert_eq!(arg.to_vec::<i32>().unwrap(), want, "{device}");
+        });
+    }
+}

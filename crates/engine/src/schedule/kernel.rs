@@ -1,12 +1,14 @@
-//! Lowering one realized node's part of the graph into a kernel AST: views are pushed down
-//! to the loads (composing ShapeTrackers), realized nodes and buffers become `Load`s of
-//! numbered buffers, constants under a mask become masked `Const`s, the one reduce keeps its
-//! full shape.
+//! Lowering one realized node's part of the graph (or the parts of a group of them that share
+//! a kernel) into a kernel AST: views are pushed down to the loads (composing ShapeTrackers),
+//! realized nodes and buffers become `Load`s of numbered buffers, constants under a mask
+//! become masked `Const`s, the one reduce keeps its full shape.
 //!
 //! The kernel's index space `K` is the root's shape, or, when the kernel holds a reduce, the
 //! reduce's output shape (same size: the path from the reduce up to the root only reshapes).
 //! Loads above the reduce see `K`, loads under it the reduce's input shape; both have one
-//! rank, as codegen requires. Slot 0 is the output (an assign's target buffer).
+//! rank, as codegen requires. Slots `0..n` are the outputs of the `n` roots (an assign's
+//! target buffer), in order. A root another root of the group reads is not loaded: its value
+//! is computed in place (the same kernel-AST nodes as its own store's).
 
 use std::collections::{HashMap, HashSet};
 
@@ -16,13 +18,13 @@ use wgrad_shape::ShapeTracker;
 use super::views::contiguous_st;
 use crate::{EngineError, Shapes};
 
-/// A realized node's kernel.
+/// The kernel of a realized node (or of a group of them).
 pub(crate) struct Lowered {
     /// The kernel's index space (the stored view's shape).
     pub shape: Vec<usize>,
-    /// The value the kernel stores, in kernel-AST form.
-    pub value: UOp,
-    /// The buffer node of each slot: the output's (slot 0), then each input's in order.
+    /// The value the kernel stores for each root, in kernel-AST form.
+    pub values: Vec<UOp>,
+    /// The buffer node of each slot: the roots' outputs, then each input's in order.
     pub slots: Vec<UOp>,
     /// The realized nodes and buffers the kernel reads, as the graph names them.
     pub reads: Vec<UOp>,
@@ -45,7 +47,7 @@ pub(crate) fn buffer_key(u: &UOp) -> UOp {
 }
 
 /// The value a root stores: a contiguous's or an assign's source, else the root itself.
-fn stored(root: &UOp) -> UOp {
+pub(crate) fn stored(root: &UOp) -> UOp {
     match root.op() {
         Ops::Contiguous => root.src()[0].clone(),
         Ops::Assign => root.src()[1].clone(),
@@ -54,7 +56,8 @@ fn stored(root: &UOp) -> UOp {
 }
 
 struct Lowerer<'a> {
-    root: UOp,
+    /// The roots whose values the kernel stores.
+    roots: &'a [UOp],
     realizes: &'a UOpSet,
     shapes: &'a mut Shapes,
     out: Lowered,
@@ -67,13 +70,21 @@ struct Lowerer<'a> {
 impl Lowerer<'_> {
     /// Whether `u` is read from a buffer: a buffer, or a node another kernel computes.
     fn is_load(&self, u: &UOp) -> bool {
-        u.op() == Ops::Buffer || (self.realizes.contains(u) && *u != self.root)
+        u.op() == Ops::Buffer || (self.realizes.contains(u) && !self.roots.contains(u))
+    }
+
+    /// Whether `u` is a root of the kernel seen from another root: its stored value.
+    fn is_root_value(&self, u: &UOp) -> bool {
+        matches!(u.op(), Ops::Assign | Ops::Contiguous) && self.roots.contains(u)
     }
 
     /// The sources of `(u, st)` to lower first, each with its tracker.
     fn children(&mut self, u: &UOp, st: &ShapeTracker) -> Result<Vec<(UOp, ShapeTracker)>, EngineError> {
         if self.is_load(u) {
             return Ok(vec![]);
+        }
+        if self.is_root_value(u) {
+            return Ok(vec![(stored(u), st.clone())]);
         }
         Ok(match (u.op(), u.arg()) {
             (Ops::View, Arg::View(vst)) => vec![(u.src()[0].clone(), vst.compose(st))],
@@ -110,6 +121,7 @@ impl Lowerer<'_> {
             return UOp::load(u.dtype(), [UOp::define_global(u.dtype(), slot), UOp::view(st.clone())]);
         }
         match u.op() {
+            _ if self.is_root_value(u) => lowered(self, &kids[0]),
             Ops::View => lowered(self, &kids[0]),
             Ops::Const if self.needs_view(u, st) => u.with_src([UOp::view(st.clone())]),
             Ops::Const => u.with_src([]),
@@ -157,31 +169,28 @@ impl Lowerer<'_> {
     }
 }
 
-/// Lowers the kernel of the realized node `root` over the index space `kernel_shape`;
-/// `realizes` are the nodes kernels compute (read here as buffers, except `root`).
+/// Lowers the kernel storing the realized nodes `roots` over the index space `kernel_shape`;
+/// `realizes` are the nodes kernels compute (read here as buffers, except the roots).
 fn lower(
-    root: &UOp,
+    roots: &[UOp],
     kernel_shape: &[usize],
     realizes: &UOpSet,
     shapes: &mut Shapes,
 ) -> Result<Lowered, EngineError> {
     let out = Lowered {
         shape: kernel_shape.to_vec(),
-        value: root.clone(),
-        slots: vec![buffer_key(root)],
+        values: vec![],
+        slots: roots.iter().map(buffer_key).collect(),
         reads: vec![],
         reduces: vec![],
         loads: vec![],
     };
-    let mut l = Lowerer {
-        root: root.clone(),
-        realizes,
-        shapes,
-        out,
-        memo: HashMap::default(),
-        under_reduce: HashSet::default(),
-    };
-    l.out.value = l.lower(&stored(root), contiguous_st(kernel_shape))?;
+    let mut l =
+        Lowerer { roots, realizes, shapes, out, memo: HashMap::default(), under_reduce: HashSet::default() };
+    for root in roots {
+        let value = l.lower(&stored(root), contiguous_st(kernel_shape))?;
+        l.out.values.push(value);
+    }
     Ok(l.out)
 }
 
@@ -193,7 +202,8 @@ pub(crate) fn lower_kernel(
     shapes: &mut Shapes,
 ) -> Result<Lowered, EngineError> {
     let shape = shapes.of(root).to_vec();
-    let lowered = lower(root, &shape, realizes, shapes)?;
+    let roots = std::slice::from_ref(root);
+    let lowered = lower(roots, &shape, realizes, shapes)?;
     match lowered.reduces.as_slice() {
         [(r, st)]
             if super::views::is_identity(st)
@@ -201,8 +211,19 @@ pub(crate) fn lower_kernel(
                 && crate::shapes::numel(shapes.of(r)) == crate::shapes::numel(&shape) =>
         {
             let reduced = shapes.of(r).to_vec();
-            lower(root, &reduced, realizes, shapes)
+            lower(roots, &reduced, realizes, shapes)
         }
         _ => Ok(lowered),
     }
+}
+
+/// Lowers one kernel storing every root of `group` over `shape` (the kernels of its roots
+/// each have that index space and no reduce).
+pub(crate) fn lower_group(
+    group: &[UOp],
+    shape: &[usize],
+    realizes: &UOpSet,
+    shapes: &mut Shapes,
+) -> Result<Lowered, EngineError> {
+    lower(group, shape, realizes, shapes)
 }

@@ -2,11 +2,13 @@
 //! 1. `resolve`: nodes realized before are read from their buffers; `cache`: a graph equal
 //!    up to its buffers to one scheduled before takes that schedule (steps 2-5 are skipped);
 //! 2. `views`: movement ops fold into `VIEW`s, large reductions split in two;
-//! 3. `group`: the nodes that get buffers of their own (the grouping rules);
-//! 4. `kernel`: each such node's part of the graph lowered to a kernel AST;
+//! 3. `group`: the nodes that get buffers of their own (the grouping rules); `fuse`: which of
+//!    them share a kernel (multi-output kernels);
+//! 4. `kernel`: each kernel's part of the graph lowered to a kernel AST;
 //! 5. `order`: the run order.
 
 mod cache;
+mod fuse;
 mod group;
 mod kernel;
 mod order;
@@ -23,13 +25,14 @@ use crate::shapes::numel;
 use crate::{DeviceName, EngineError, Shapes};
 use cache::Normalized;
 use group::{group, realized_target, whole_buffer};
-use kernel::{buffer_key, lower_kernel};
+use kernel::{buffer_key, lower_group, lower_kernel};
 use views::{contiguous_st, to_views};
 
 /// What a schedule item does.
 #[derive(Clone, Debug)]
 pub enum ItemKind {
-    /// Runs the kernel AST (a `Sink` of one `Store`); buffer `i` is bound to slot `i`.
+    /// Runs the kernel AST (a `Sink` of a `Store` per output, outputs in slots `0..n`); buffer
+    /// `i` is bound to slot `i`.
     Kernel(UOp),
     /// Copies buffer 1 into buffer 0 (across devices).
     Copy,
@@ -142,34 +145,47 @@ struct TemplateOutput {
 
 /// The schedule of the graph under `sink` (walked as `normal`), as a template.
 fn template(sink: &UOp, normal: &Normalized, max_buffers: usize) -> Result<Template, EngineError> {
+    let max_buffers = max_buffers.max(2);
     let mut shapes = Shapes::new();
     let converted = to_views(sink, &mut shapes)?;
     let sink = converted.sink;
-    let (realizes, mut kernels) = group(&sink, &mut shapes, max_buffers.max(2))?;
+    let (realizes, kernels) = group(&sink, &mut shapes, max_buffers)?;
     let topo: Vec<UOp> = sink.toposort().into_iter().filter(|u| realizes.contains(u)).collect();
+    let groups = fuse::groups(&topo, &kernels, &realizes, &mut shapes, max_buffers)?;
     let position = normal.positions();
     let mut bufs: UOpMap<Buf> =
         normal.buffers.iter().enumerate().map(|(i, b)| (b.clone(), Buf::Input(i))).collect();
     let mut new = vec![];
+    // every realized node's buffer first: a kernel of several outputs reads nodes computed
+    // after its first one
     let mut buffers: UOpMap<UOp> = UOpMap::default();
-    let (mut items, mut nodes, mut outputs) = (vec![], vec![], vec![]);
+    let mut outputs = vec![];
     for root in &topo {
-        let (item, reads, buffer) = build(root, kernels.remove(root), &realizes, &mut buffers, &mut shapes)?;
+        let buffer = output_buffer(root, &realizes, &buffers, &mut shapes)?;
         let existing = root.op() == Ops::Assign;
         if !existing {
             bufs.insert(buffer.clone(), Buf::New(new.len()));
-            let Arg::Buffer { size, .. } = buffer.arg() else { unreachable!("build makes BUFFERs") };
+            let Arg::Buffer { size, .. } = buffer.arg() else { unreachable!("output_buffer makes BUFFERs") };
             new.push((buffer.src()[0].clone(), buffer.dtype(), *size));
         }
         let keys = converted.origins.get(root).into_iter().flatten();
         let keys = keys.map(|k| (position[k], shapes.of(k).to_vec())).collect();
-        items.push(item);
-        nodes.push(order::Node { node: root.clone(), reads });
         outputs.push(TemplateOutput { buffer: bufs[&buffer], keys, target: false, existing });
+        buffers.insert(root.clone(), buffer);
     }
     let buf = |b: &UOp| {
         bufs.get(b).copied().ok_or_else(|| EngineError::Unschedulable(format!("a kernel reads {b}")))
     };
+    let mut items = vec![];
+    let mut nodes = vec![];
+    for group in groups {
+        let lowered = match group.as_slice() {
+            [root] => kernels.get(root),
+            _ => None,
+        };
+        items.push(build(&group, lowered, &realizes, &buffers, &mut shapes)?);
+        nodes.push(fuse::node(group, &kernels));
+    }
     let mut results = Vec::with_capacity(sink.src().len());
     for c in sink.src() {
         let realized = realized_target(c, &mut shapes);
@@ -181,21 +197,14 @@ fn template(sink: &UOp, normal: &Normalized, max_buffers: usize) -> Result<Templ
             None => None,
         });
     }
-    let run_order = order::order(&nodes)?;
-    let mut outputs: Vec<Option<TemplateOutput>> = outputs.into_iter().map(Some).collect();
     let mut kept = vec![];
-    for &i in &run_order {
+    for i in order::order(&nodes)? {
         if let Some(item) = items[i].take() {
             let refs = item.bufs.iter().map(&buf).collect::<Result<_, _>>()?;
             kept.push((item.kind, refs, item.device));
         }
     }
-    Ok(Template {
-        items: kept,
-        new,
-        outputs: run_order.iter().filter_map(|&i| outputs[i].take()).collect(),
-        results,
-    })
+    Ok(Template { items: kept, new, outputs, results })
 }
 
 /// The schedule of a graph (its nodes `topo` and `buffers` by position) out of its template:
@@ -252,53 +261,74 @@ fn instantiate(
     Schedule { items, results, outputs }
 }
 
-/// The item of the realized node `root` (none for an empty kernel), what it reads, and its
-/// output buffer (recorded in `buffers`); `lowered` is its kernel over its own shape, when
-/// grouping made it already.
-fn build(
+/// The buffer the realized node `root` writes: an assign's target's (checked to be a whole
+/// buffer of its size), else a new one; `buffers` has those of the nodes before it.
+fn output_buffer(
     root: &UOp,
-    lowered: Option<kernel::Lowered>,
     realizes: &wgrad_ops::UOpSet,
-    buffers: &mut UOpMap<UOp>,
+    buffers: &UOpMap<UOp>,
     shapes: &mut Shapes,
-) -> Result<(Option<ScheduleItem>, Vec<UOp>, UOp), EngineError> {
-    let device = shapes.device(root)?;
+) -> Result<UOp, EngineError> {
     let shape = shapes.of(root).to_vec();
-    let buffer_of = |u: &UOp, buffers: &UOpMap<UOp>| -> Result<UOp, EngineError> {
-        let key = buffer_key(u);
-        match key.op() {
-            Ops::Buffer => Ok(key),
-            _ => buffers.get(&key).cloned().ok_or(EngineError::AssignTarget),
-        }
-    };
-    let out = match root.op() {
-        Ops::Assign => {
-            let target = &root.src()[0];
-            let whole = whole_buffer(target, shapes) || realizes.contains(target);
-            let out = buffer_of(root, buffers)?;
-            if !whole || !matches!(out.arg(), Arg::Buffer { size, .. } if *size == numel(&shape)) {
-                return Err(EngineError::AssignTarget);
-            }
-            out
-        }
-        _ => buffer(&device, root.dtype(), numel(&shape)),
-    };
-    buffers.insert(root.clone(), out.clone());
+    if root.op() != Ops::Assign {
+        return Ok(buffer(&shapes.device(root)?, root.dtype(), numel(&shape)));
+    }
+    let target = &root.src()[0];
+    let whole = whole_buffer(target, shapes) || realizes.contains(target);
+    let out = buffer_of(root, buffers)?;
+    match whole && matches!(out.arg(), Arg::Buffer { size, .. } if *size == numel(&shape)) {
+        true => Ok(out),
+        false => Err(EngineError::AssignTarget),
+    }
+}
+
+/// The buffer holding the value of a buffer or realized node.
+fn buffer_of(u: &UOp, buffers: &UOpMap<UOp>) -> Result<UOp, EngineError> {
+    let key = buffer_key(u);
+    match key.op() {
+        Ops::Buffer => Ok(key),
+        _ => buffers.get(&key).cloned().ok_or(EngineError::AssignTarget),
+    }
+}
+
+/// The item computing the realized nodes `group` (a copy, or one kernel storing each; none
+/// for an empty kernel); `lowered` is a lone root's kernel when grouping made it already.
+fn build(
+    group: &[UOp],
+    lowered: Option<&kernel::Lowered>,
+    realizes: &wgrad_ops::UOpSet,
+    buffers: &UOpMap<UOp>,
+    shapes: &mut Shapes,
+) -> Result<Option<ScheduleItem>, EngineError> {
+    let root = &group[0];
+    let device = shapes.device(root)?;
     if root.op() == Ops::Copy {
         let src = &root.src()[0];
         let from = match whole_buffer(src, shapes) {
             true if src.op() == Ops::View => src.src()[0].clone(),
             _ => buffer_of(src, buffers)?,
         };
-        let item = ScheduleItem { kind: ItemKind::Copy, bufs: vec![out.clone(), from], device };
-        return Ok((Some(item), vec![src.clone()], out));
+        return Ok(Some(ScheduleItem {
+            kind: ItemKind::Copy,
+            bufs: vec![buffers[root].clone(), from],
+            device,
+        }));
     }
-    let lowered = match lowered {
-        Some(l) => l,
-        None => lower_kernel(root, realizes, shapes)?,
+    let shape = shapes.of(root).to_vec();
+    let grouped;
+    let lowered = match (lowered, group) {
+        (Some(l), _) => l,
+        (None, [root]) => {
+            grouped = lower_kernel(root, realizes, shapes)?;
+            &grouped
+        }
+        (None, _) => {
+            grouped = lower_group(group, &shape, realizes, shapes)?;
+            &grouped
+        }
     };
-    let mut bufs = vec![out.clone()];
-    for slot in &lowered.slots[1..] {
+    let mut bufs = vec![];
+    for slot in &lowered.slots {
         let on = shapes.device(slot)?;
         if on != device {
             return Err(EngineError::CrossDevice { kernel: device.to_string(), buffer: on.to_string() });
@@ -306,11 +336,13 @@ fn build(
         bufs.push(buffer_of(slot, buffers)?);
     }
     if numel(&shape) == 0 {
-        return Ok((None, lowered.reads, out));
+        return Ok(None);
     }
-    let dtype: DType = root.dtype();
-    let store =
-        UOp::store([UOp::define_global(dtype, 0), UOp::view(contiguous_st(&lowered.shape)), lowered.value]);
-    let item = ScheduleItem { kind: ItemKind::Kernel(UOp::sink([store])), bufs, device };
-    Ok((Some(item), lowered.reads, out))
+    let view = UOp::view(contiguous_st(&lowered.shape));
+    let stores = group.iter().zip(&lowered.values).enumerate().map(|(slot, (root, value))| {
+        let dtype: DType = root.dtype();
+        UOp::store([UOp::define_global(dtype, slot as i64), view.clone(), value.clone()])
+    });
+    let ast = UOp::sink(stores.collect::<Vec<_>>());
+    Ok(Some(ScheduleItem { kind: ItemKind::Kernel(ast), bufs, device }))
 }

@@ -1,5 +1,6 @@
 //! The order kernels run in: producers before consumers, and every reader of an assign's
-//! target before the assign overwrites it; otherwise the graph's order.
+//! target before the assign overwrites it; otherwise the graph's order. A node is a kernel
+//! (or copy) with the realized nodes it computes (several for a multi-output kernel).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -8,17 +9,19 @@ use wgrad_ops::{Ops, UOp, UOpMap};
 
 use crate::EngineError;
 
-/// One realized node to order, and the realized nodes and buffers it reads.
+/// One kernel or copy to order: the realized nodes it computes, and the realized nodes and
+/// buffers it reads.
 pub(crate) struct Node {
-    /// The realized node.
-    pub node: UOp,
-    /// What its kernel (or copy) reads.
+    /// The realized nodes.
+    pub roots: Vec<UOp>,
+    /// What its kernel (or copy) reads (none of its own roots).
     pub reads: Vec<UOp>,
 }
 
 /// Positions of `nodes` in a valid run order (stable: ties keep the given order).
 pub(crate) fn order(nodes: &[Node]) -> Result<Vec<usize>, EngineError> {
-    let index: UOpMap<usize> = nodes.iter().enumerate().map(|(i, n)| (n.node.clone(), i)).collect();
+    let index: UOpMap<usize> =
+        nodes.iter().enumerate().flat_map(|(i, n)| n.roots.iter().map(move |r| (r.clone(), i))).collect();
     let mut after: Vec<Vec<usize>> = vec![vec![]; nodes.len()];
     let mut edge = |from: usize, to: usize| {
         if from != to {
@@ -27,8 +30,8 @@ pub(crate) fn order(nodes: &[Node]) -> Result<Vec<usize>, EngineError> {
     };
     for (i, n) in nodes.iter().enumerate() {
         n.reads.iter().filter_map(|r| index.get(r)).for_each(|&p| edge(p, i));
-        if n.node.op() == Ops::Assign {
-            let target = &n.node.src()[0];
+        for assign in n.roots.iter().filter(|r| r.op() == Ops::Assign) {
+            let target = &assign.src()[0];
             let target = if target.op() == Ops::View { &target.src()[0] } else { target };
             if let Some(&p) = index.get(target) {
                 edge(p, i);

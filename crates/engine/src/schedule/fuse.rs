@@ -1,0 +1,127 @@
+//! Multi-output kernels: realized nodes whose kernels share their loops become one kernel
+//! with a store each (an optimizer's update of a parameter and its moments is one kernel).
+//!
+//! Rules (tinygrad's conditions for outputs sharing a kernel):
+//! 1. both kernels are elementwise (no reduce) over the same index space, on one device;
+//! 2. one reads the other, element for element (the identity view): the reader computes that
+//!    value in place instead of loading it; a `CONTIGUOUS` is never read this way (the user
+//!    asked for a kernel boundary there);
+//! 3. the merged kernel binds at most the device's number of buffers;
+//! 4. a buffer one root stores is loaded in the kernel only element for element, by the load
+//!    that root's own value reads (so every load of it comes before its store: an assign's
+//!    old value is read before it is overwritten, in the same thread);
+//! 5. no other kernel sits between the two (the run order of the kernels stays acyclic).
+//!
+//! Candidates are tried in graph order, each reader with the nodes it reads in order.
+
+use wgrad_ops::{Ops, UOp, UOpMap, UOpSet};
+
+use super::kernel::{Lowered, buffer_key, lower_group};
+use super::order::{self, Node};
+use super::views::contiguous_st;
+use crate::{EngineError, Shapes};
+
+/// The realized nodes `roots` (in graph order) grouped into kernels, each group in graph
+/// order; `kernels` holds each root's own kernel (copies have none).
+pub(crate) fn groups(
+    roots: &[UOp],
+    kernels: &UOpMap<Lowered>,
+    realizes: &UOpSet,
+    shapes: &mut Shapes,
+    max_buffers: usize,
+) -> Result<Vec<Vec<UOp>>, EngineError> {
+    let position: UOpMap<usize> = roots.iter().enumerate().map(|(i, r)| (r.clone(), i)).collect();
+    let mut groups: Vec<Vec<UOp>> = roots.iter().map(|r| vec![r.clone()]).collect();
+    let mut group_of: Vec<usize> = (0..roots.len()).collect();
+    for (b, root) in roots.iter().enumerate() {
+        let Some(kb) = kernels.get(root).filter(|k| k.reduces.is_empty()) else { continue };
+        let identity = contiguous_st(&kb.shape);
+        for read in &kb.reads {
+            let Some(&a) = position.get(read) else { continue };
+            let (ga, gb) = (group_of[a], group_of[b]);
+            let Some(ka) = kernels.get(read) else { continue };
+            let element_wise = kb.loads.iter().filter(|(l, _)| l == read).all(|(_, st)| *st == identity);
+            let boundary = read.op() == Ops::Contiguous;
+            if ga == gb || boundary || !ka.reduces.is_empty() || ka.shape != kb.shape || !element_wise {
+                continue;
+            }
+            if shapes.device(read)? != shapes.device(root)? {
+                continue;
+            }
+            let mut merged: Vec<UOp> = groups[ga].iter().chain(&groups[gb]).cloned().collect();
+            merged.sort_by_key(|r| position[r]);
+            if !fits(&merged, &kb.shape, realizes, shapes, max_buffers)? || !acyclic(&groups, ga, gb, kernels)
+            {
+                continue;
+            }
+            let (keep, gone) = (ga.min(gb), ga.max(gb));
+            groups[keep] = merged;
+            groups[gone].clear();
+            group_of.iter_mut().filter(|g| **g == gone).for_each(|g| *g = keep);
+        }
+    }
+    Ok(groups.into_iter().filter(|g| !g.is_empty()).collect())
+}
+
+/// Rules 3 and 4 for the kernel of `group` over `shape`.
+fn fits(
+    group: &[UOp],
+    shape: &[usize],
+    realizes: &UOpSet,
+    shapes: &mut Shapes,
+    max_buffers: usize,
+) -> Result<bool, EngineError> {
+    let lowered = lower_group(group, shape, realizes, shapes)?;
+    if lowered.slots.len() > max_buffers {
+        return Ok(false);
+    }
+    let identity = contiguous_st(shape);
+    for (slot, root) in group.iter().enumerate() {
+        let target = buffer_key(root);
+        let loads: Vec<_> = lowered.loads.iter().filter(|(l, _)| buffer_key(l) == target).collect();
+        if loads.is_empty() {
+            continue;
+        }
+        // the one load of the target a store may come after: its own value's
+        let own = UOp::load(
+            root.dtype(),
+            [UOp::define_global(root.dtype(), slot as i64), UOp::view(identity.clone())],
+        );
+        let read_first = lowered.values[slot].toposort().contains(&own);
+        if !read_first || loads.iter().any(|(_, st)| *st != identity) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Rule 5: whether the kernels still have a run order once groups `a` and `b` are one.
+fn acyclic(groups: &[Vec<UOp>], a: usize, b: usize, kernels: &UOpMap<Lowered>) -> bool {
+    let nodes: Vec<Node> = groups
+        .iter()
+        .enumerate()
+        .filter(|(i, g)| *i != b && !g.is_empty())
+        .map(|(i, g)| {
+            let roots: Vec<UOp> =
+                if i == a { g.iter().chain(&groups[b]).cloned().collect() } else { g.clone() };
+            node(roots, kernels)
+        })
+        .collect();
+    order::order(&nodes).is_ok()
+}
+
+/// The order node of a group of roots: what its kernel (or copy) reads, less what it
+/// computes itself.
+pub(crate) fn node(roots: Vec<UOp>, kernels: &UOpMap<Lowered>) -> Node {
+    let mut reads: Vec<UOp> = vec![];
+    let copied = |r: &UOp| (r.op() == Ops::Copy).then(|| r.src()[0].clone());
+    let all = roots
+        .iter()
+        .flat_map(|r| kernels.get(r).map_or_else(|| copied(r).into_iter().collect(), |k| k.reads.clone()));
+    for r in &all.collect::<Vec<_>>() {
+        if !roots.contains(r) && !reads.contains(r) {
+            reads.push(r.clone());
+        }
+    }
+    Node { roots, reads }
+}

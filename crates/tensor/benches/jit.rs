@@ -1,0 +1,194 @@
+//! Host overhead and TinyJit, through the Tensor API, as one table: a beautiful_mnist
+//! training step (Adam) eager and jitted, replay host time per kernel, a one-op graph with a
+//! scalar readback, realize of a cached one-op graph, an eager `x*2+1` loop, and the host's
+//! share of a jitted step at batch 64. Wall times are medians or means of whole loops; kernel
+//! times are the device's timestamps of the same work run again with timing on.
+//!
+//! `cargo bench -p wgrad-tensor --bench jit [-- --small]` on `WGRAD_DEVICE` (else the default
+//! device); `--small` shrinks the sizes for lavapipe and the CPU interpreter.
+#![allow(clippy::print_stdout, reason = "a benchmark prints its numbers")]
+
+#[path = "../examples/mnist/model.rs"]
+#[allow(dead_code, reason = "the benchmark trains, it does not test")]
+mod model;
+
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
+
+use wgrad_engine::{counters, flags, reset_counters};
+use wgrad_tensor::datasets::mnist::Mnist;
+use wgrad_tensor::{DType, Result, Tensor, TinyJit};
+
+/// The sizes of one run.
+struct Sizes {
+    mnist_batch: usize,
+    small_batch: usize,
+    steps: usize,
+    elementwise: usize,
+    noop_kernels: usize,
+}
+
+/// Wall time per run of `f` (mean over `runs` after one warm-up, waiting for the device at
+/// the end with `sync`), and the device time and kernels per run from the same loop run again
+/// with kernel timing on.
+fn measure(
+    runs: usize,
+    mut f: impl FnMut() -> Result<()>,
+    sync: impl Fn() -> Result<()>,
+) -> Result<(Duration, Duration, f64)> {
+    f()?;
+    sync()?;
+    let start = Instant::now();
+    for _ in 0..runs {
+        f()?;
+    }
+    sync()?;
+    let wall = start.elapsed() / runs as u32;
+    flags::set_timing(true);
+    reset_counters();
+    for _ in 0..runs {
+        f()?;
+    }
+    let c = counters();
+    flags::set_timing(false);
+    Ok((wall, c.kernel_time / runs as u32, c.kernels as f64 / runs as f64))
+}
+
+/// The median of `runs` timings of `f`.
+fn median(runs: usize, mut f: impl FnMut() -> Result<Duration>) -> Result<Duration> {
+    let mut times = (0..runs).map(|_| f()).collect::<Result<Vec<_>>>()?;
+    times.sort();
+    Ok(times[runs / 2])
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.1} us", d.as_secs_f64() * 1e6)
+}
+
+fn row(what: &str, wall: &str, kernel: &str, kernels: &str, note: &str) {
+    println!("| {what:<44} | {wall:>11} | {kernel:>11} | {kernels:>7} | {note:<26} |");
+}
+
+/// A beautiful_mnist step at `batch`, eager or jitted: (wall, kernel time, kernels) per step.
+fn mnist_step(data: &Mnist, batch: usize, steps: usize, jitted: bool) -> Result<(Duration, Duration, f64)> {
+    let model = model::Model::new(0)?;
+    let opt = RefCell::new(model::optimizer(&model, 1e-3)?);
+    // a few batches uploaded up front and cycled: the step, not the host's sampling
+    let batches = (0..4)
+        .map(|b| {
+            data.train.batch(&(0..batch).map(|i| (b * batch + i) % data.train.len()).collect::<Vec<_>>())
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut jit = model::jit_train_step(&model, &opt);
+    let mut i = 0;
+    let mut step = || -> Result<()> {
+        let (x, y) = &batches[i % batches.len()];
+        i += 1;
+        let loss = match jitted {
+            true => jit.call(&[x, y])?.remove(0),
+            false => model::train_step(&model, &mut opt.borrow_mut(), x, y)?,
+        };
+        loss.item::<f32>()?;
+        Ok(())
+    };
+    step()?; // the jit captures on its second call; `measure` warms up once more
+    measure(steps, step, || Ok(())) // each step reads its loss back
+}
+
+/// Host time per replayed kernel: a jitted chain of `n` one-element kernels, the time
+/// `call` takes to return (it does not wait for the device).
+fn replay_per_kernel(n: usize) -> Result<Duration> {
+    let mut jit = TinyJit::new(|x: &[Tensor]| {
+        let mut y = x[0].clone();
+        for _ in 0..n {
+            y = y.add(1.0)?.contiguous();
+        }
+        Ok(vec![y])
+    });
+    let x = Tensor::from_slice(&[0.0f32], &[1])?;
+    for _ in 0..3 {
+        jit.call(&[&x])?[0].item::<f32>()?;
+    }
+    let host = median(21, || {
+        let start = Instant::now();
+        let out = jit.call(&[&x])?;
+        let host = start.elapsed();
+        out[0].item::<f32>()?;
+        Ok(host)
+    })?;
+    Ok(host / n as u32)
+}
+
+fn main() -> Result<()> {
+    let small = std::env::args().any(|a| a == "--small");
+    let sizes = match small {
+        true => Sizes { mnist_batch: 32, small_batch: 8, steps: 5, elementwise: 1 << 20, noop_kernels: 200 },
+        false => {
+            Sizes { mnist_batch: 512, small_batch: 64, steps: 20, elementwise: 1 << 25, noop_kernels: 1000 }
+        }
+    };
+    let device = Tensor::default_device()?;
+    let name = wgrad_engine::device::open_device(&device)?.name();
+    println!("wgrad host overhead and TinyJit on {name}{}", if small { " (--small)" } else { "" });
+    row("measurement", "wall", "kernel", "kernels", "note");
+    println!("|{:-<46}|{:-<13}|{:-<13}|{:-<9}|{:-<28}|", "", "", "", "", "");
+    let data = Mnist::sample()?;
+
+    let b = sizes.mnist_batch;
+    for jitted in [false, true] {
+        let (wall, kernel, kernels) = mnist_step(&data, b, sizes.steps, jitted)?;
+        let what =
+            format!("beautiful_mnist step, batch {b}, Adam, {}", if jitted { "jitted" } else { "eager" });
+        let host = wall.saturating_sub(kernel);
+        row(&what, &ms(wall), &ms(kernel), &format!("{kernels:.0}"), &format!("wall - kernel {}", ms(host)));
+    }
+
+    let per_kernel = replay_per_kernel(sizes.noop_kernels)?;
+    let what = format!("replay host time per kernel ({} no-op kernels)", sizes.noop_kernels);
+    row(&what, &us(per_kernel), "", "1", "host only, no wait");
+
+    let x = Tensor::from_slice(&[1.5f32], &[1])?;
+    let readback = median(201, || {
+        let start = Instant::now();
+        x.mul(2.0)?.item::<f32>()?;
+        Ok(start.elapsed())
+    })?;
+    row("one-op graph + scalar readback", &us(readback), "", "1", "median");
+
+    let realize = median(201, || {
+        let y = x.mul(2.0)?;
+        let start = Instant::now();
+        y.realize()?;
+        Ok(start.elapsed())
+    })?;
+    x.mul(2.0)?.item::<f32>()?;
+    row("realize of a cached one-op graph", &us(realize), "", "1", "host only, median");
+
+    let n = sizes.elementwise;
+    let big = Tensor::ones(&[n], DType::F32)?.contiguous();
+    big.realize()?;
+    // reading a one-element buffer back waits for everything submitted before
+    let sync = || x.item::<f32>().map(drop);
+    let (wall, kernel, kernels) = measure(
+        sizes.steps,
+        || {
+            big.mul(2.0)?.add(1.0)?.realize()?;
+            Ok(())
+        },
+        sync,
+    )?;
+    let what = format!("eager x*2+1 over {}M f32, in a loop", n >> 20);
+    let ratio = wall.as_secs_f64() / kernel.as_secs_f64().max(1e-12);
+    row(&what, &ms(wall), &ms(kernel), &format!("{kernels:.0}"), &format!("wall / kernel {ratio:.2}"));
+
+    let b = sizes.small_batch;
+    let (wall, kernel, kernels) = mnist_step(&data, b, sizes.steps, true)?;
+    let share = 100.0 * (1.0 - kernel.as_secs_f64() / wall.as_secs_f64());
+    let what = format!("beautiful_mnist step, batch {b}, jitted");
+    row(&what, &ms(wall), &ms(kernel), &format!("{kernels:.0}"), &format!("host share {share:.1}%"));
+    Ok(())
+}
