@@ -4,8 +4,9 @@
 //! share of a jitted step at batch 64. Wall times are medians or means of whole loops; kernel
 //! times are the device's timestamps of the same work run again with timing on.
 //!
-//! `cargo bench -p wgrad-tensor --bench jit [-- --small]` on `WGRAD_DEVICE` (else the default
-//! device); `--small` shrinks the sizes for lavapipe and the CPU interpreter.
+//! `cargo bench -p wgrad-tensor --bench jit [-- --small | --tiny]` on `WGRAD_DEVICE` (else the
+//! default device); `--small` shrinks the large sizes for lavapipe (the batch-64 step stays),
+//! `--tiny` shrinks everything for the CPU interpreter.
 #![allow(clippy::print_stdout, reason = "a benchmark prints its numbers")]
 
 #[path = "../examples/mnist/model.rs"]
@@ -100,8 +101,8 @@ fn mnist_step(data: &Mnist, batch: usize, steps: usize, jitted: bool) -> Result<
 }
 
 /// Host time per replayed kernel: a jitted chain of `n` one-element kernels, the time
-/// `call` takes to return (it does not wait for the device).
-fn replay_per_kernel(n: usize) -> Result<Duration> {
+/// `call` takes to return (it does not wait for the device); and the kernels replayed.
+fn replay_per_kernel(n: usize) -> Result<(Duration, usize)> {
     let mut jit = TinyJit::new(|x: &[Tensor]| {
         let mut y = x[0].clone();
         for _ in 0..n {
@@ -120,20 +121,24 @@ fn replay_per_kernel(n: usize) -> Result<Duration> {
         out[0].item::<f32>()?;
         Ok(host)
     })?;
-    Ok(host / n as u32)
+    let kernels = jit.captured_kernels().unwrap_or(0);
+    Ok((host / kernels.max(1) as u32, kernels))
 }
 
-fn main() -> Result<()> {
-    let small = std::env::args().any(|a| a == "--small");
-    let sizes = match small {
-        true => Sizes { mnist_batch: 32, small_batch: 8, steps: 5, elementwise: 1 << 20, noop_kernels: 200 },
-        false => {
-            Sizes { mnist_batch: 512, small_batch: 64, steps: 20, elementwise: 1 << 25, noop_kernels: 1000 }
+fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
+    let flag = std::env::args().find(|a| a == "--small" || a == "--tiny").unwrap_or_default();
+    let sizes = match flag.as_str() {
+        "--small" => {
+            Sizes { mnist_batch: 32, small_batch: 64, steps: 5, elementwise: 1 << 20, noop_kernels: 200 }
         }
+        "--tiny" => {
+            Sizes { mnist_batch: 4, small_batch: 2, steps: 2, elementwise: 1 << 16, noop_kernels: 50 }
+        }
+        _ => Sizes { mnist_batch: 512, small_batch: 64, steps: 20, elementwise: 1 << 25, noop_kernels: 1000 },
     };
     let device = Tensor::default_device()?;
     let name = wgrad_engine::device::open_device(&device)?.name();
-    println!("wgrad host overhead and TinyJit on {name}{}", if small { " (--small)" } else { "" });
+    println!("wgrad host overhead and TinyJit on {name} {flag}");
     row("measurement", "wall", "kernel", "kernels", "note");
     println!("|{:-<46}|{:-<13}|{:-<13}|{:-<9}|{:-<28}|", "", "", "", "", "");
     let data = Mnist::sample()?;
@@ -147,9 +152,14 @@ fn main() -> Result<()> {
         row(&what, &ms(wall), &ms(kernel), &format!("{kernels:.0}"), &format!("wall - kernel {}", ms(host)));
     }
 
-    let per_kernel = replay_per_kernel(sizes.noop_kernels)?;
-    let what = format!("replay host time per kernel ({} no-op kernels)", sizes.noop_kernels);
-    row(&what, &us(per_kernel), "", "1", "host only, no wait");
+    let (per_kernel, kernels) = replay_per_kernel(sizes.noop_kernels)?;
+    row(
+        "replay host time per kernel (one-element kernels)",
+        &us(per_kernel),
+        "",
+        &kernels.to_string(),
+        "host only, no wait",
+    );
 
     let x = Tensor::from_slice(&[1.5f32], &[1])?;
     let readback = median(201, || {
@@ -181,7 +191,7 @@ fn main() -> Result<()> {
         },
         sync,
     )?;
-    let what = format!("eager x*2+1 over {}M f32, in a loop", n >> 20);
+    let what = format!("eager x*2+1 over {}K f32, in a loop", n >> 10);
     let ratio = wall.as_secs_f64() / kernel.as_secs_f64().max(1e-12);
     row(&what, &ms(wall), &ms(kernel), &format!("{kernels:.0}"), &format!("wall / kernel {ratio:.2}"));
 

@@ -1,13 +1,13 @@
 //! The steady state of a training loop, from the engine's counters (one test: they are
 //! process-wide): an eager loop reuses its schedules (schedule cache hits), kernels and
 //! pooled buffers, and a jitted loop of 100 steps creates no buffers and no bind groups
-//! after its first replay.
+//! after its first replay; with `JIT=0` a jitted function runs every call.
 
 mod common;
 
 use std::cell::RefCell;
 
-use wgrad_engine::{counters, reset_counters};
+use wgrad_engine::{counters, flags, reset_counters};
 use wgrad_tensor::nn::{Linear, Module};
 use wgrad_tensor::optim::{Adam, Optimizer};
 use wgrad_tensor::{DeviceName, Result, Tensor, TinyJit, with_default_device};
@@ -100,6 +100,17 @@ fn loops_reuse_schedules_kernels_buffers_and_bind_groups() {
             let uploads = if device == DeviceName::Cpu { 2 * 97 } else { 0 };
             assert_eq!(buffers, after_capture.0 + uploads, "{device}: replays allocate nothing");
             assert!(losses.last() < losses.first(), "{device}: the jitted loop trains: {losses:?}");
+
+            // JIT=0: every call runs the function (no replays), inputs still checked
+            flags::set_jit(false);
+            let mut eager = TinyJit::new(|x: &[Tensor]| Ok(vec![x[0].mul(3.0)?]));
+            for i in 0..4 {
+                let x = Tensor::from_vec(vec![i as f32; 2], &[2]).unwrap();
+                assert_eq!(eager.call(&[&x]).unwrap()[0].to_vec::<f32>().unwrap(), [3.0 * i as f32; 2]);
+            }
+            assert!(eager.call(&[]).is_err());
+            assert_eq!((counters().jit_replays, eager.captured_kernels()), (97, None), "{device}");
+            flags::set_jit(true);
         });
     }
 }

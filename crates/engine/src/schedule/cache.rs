@@ -84,9 +84,8 @@ pub(crate) fn normalize(sink: &UOp, max_buffers: usize) -> Normalized {
         nodes.push(Node { op: u.op(), dtype: u.dtype(), arg, src });
         position.insert(u.clone(), i as u32);
     }
-    let mut hasher = FxBuild::default().build_hasher();
-    (&nodes, max_buffers).hash(&mut hasher);
-    Normalized { key: Key { hash: hasher.finish(), nodes, max_buffers }, topo, buffers }
+    let hash = FxBuild::default().hash_one((&nodes, max_buffers));
+    Normalized { key: Key { hash, nodes, max_buffers }, topo, buffers }
 }
 
 static CACHE: LazyLock<Mutex<HashMap<Key, Arc<Template>, FxBuild>>> = LazyLock::new(Mutex::default);

@@ -6,7 +6,8 @@
 //! 2. one reads the other, element for element (the identity view): the reader computes that
 //!    value in place instead of loading it; a `CONTIGUOUS` is never read this way (the user
 //!    asked for a kernel boundary there);
-//! 3. the merged kernel binds at most the device's number of buffers;
+//! 3. the merged kernel binds at most the device's number of buffers, and no two of its
+//!    outputs are one buffer (two assigns to it);
 //! 4. a buffer one root stores is loaded in the kernel only element for element, by the load
 //!    that root's own value reads (so every load of it comes before its store: an assign's
 //!    old value is read before it is overwritten, in the same thread);
@@ -72,7 +73,9 @@ fn fits(
     max_buffers: usize,
 ) -> Result<bool, EngineError> {
     let lowered = lower_group(group, shape, realizes, shapes)?;
-    if lowered.slots.len() > max_buffers {
+    let outputs = &lowered.slots[..group.len()];
+    let distinct = outputs.iter().enumerate().all(|(i, o)| !outputs[..i].contains(o));
+    if lowered.slots.len() > max_buffers || !distinct {
         return Ok(false);
     }
     let identity = contiguous_st(shape);
