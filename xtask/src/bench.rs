@@ -5,8 +5,12 @@
 //! `--kernels`, `--bandwidth GB/s --tflops TFLOP/s`); `--quick` also to the PyTorch script.
 
 /// The benchmark targets, in the order they run: (package, bench name).
-const BENCHES: [(&str, &str); 4] =
-    [("wgrad-tensor", "workloads"), ("wgrad-runtime-wgpu", "kernels"), ("wgrad-ops", "symbolic"), ("wgrad-tensor", "jit")];
+const BENCHES: [(&str, &str); 4] = [
+    ("wgrad-tensor", "workloads"),
+    ("wgrad-runtime-wgpu", "kernels"),
+    ("wgrad-ops", "symbolic"),
+    ("wgrad-tensor", "jit"),
+];
 
 /// The Tensor-level benchmark's flags, and those of them that take a value.
 const WORKLOAD_FLAGS: [&str; 4] = ["--quick", "--kernels", "--bandwidth", "--tflops"];

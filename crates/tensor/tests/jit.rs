@@ -95,7 +95,8 @@ fn stream_draws_advance_in_replays_and_fixed_keys_are_refused() {
 
             // the stream's position lives on the device: replays advance it as eager draws do
             Tensor::manual_seed(11);
-            let mut streamed = TinyJit::new(|x: &[Tensor]| Ok(vec![x[0].add(Tensor::rand(&[8], Seed::Stream)?)?]));
+            let mut streamed =
+                TinyJit::new(|x: &[Tensor]| Ok(vec![x[0].add(Tensor::rand(&[8], Seed::Stream)?)?]));
             let got: Vec<Vec<f32>> =
                 (0..4).map(|_| streamed.call(&[&x]).unwrap()[0].to_vec::<f32>().unwrap()).collect();
             let jit_off = std::env::var("JIT").is_ok_and(|v| v == "0");
