@@ -1,13 +1,15 @@
 //! Shared fixtures of wgrad's cross-crate conformance tests: a seeded generator of random kernel
 //! ASTs with their input data ([`random_ast`]), the graph fuzzer of random Tensor programs
 //! ([`graph_fuzz`]), kernels of the shapes the heuristics plan for ([`shapes`]), kernels whose
-//! lanes fold into vector accesses or must not ([`vectors`]), the comparison the tests judge
+//! lanes fold into vector accesses or must not ([`vectors`]), half-precision matmuls for tensor
+//! cores ([`tensor_cores`]), the comparison the tests judge
 //! results by, and the policy for tests that need a GPU ([`wgpu_device`]).
 
 pub mod graph_fuzz;
 pub mod random_ast;
 mod rng;
 pub mod shapes;
+pub mod tensor_cores;
 pub mod vectors;
 
 pub use rng::Rng;

@@ -112,6 +112,8 @@ pub struct Kernel {
     pub(crate) group_for_reduces: usize,
     pub(crate) upcasted: usize,
     pub(crate) dont_use_locals: bool,
+    /// The tensor-core configuration once TC is applied: the last three axes are its tile.
+    pub(crate) tc: Option<crate::TensorCoreShape>,
 }
 
 impl Kernel {
@@ -156,6 +158,7 @@ impl Kernel {
             group_for_reduces: 0,
             upcasted: 0,
             dont_use_locals: false,
+            tc: None,
         };
         let (kept, reduced): (Vec<usize>, Vec<usize>) =
             (0..k.shape_len()).partition(|&i| k.full_shape()[i] == k.output_shape()[i]);

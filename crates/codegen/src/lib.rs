@@ -12,11 +12,13 @@ mod heuristic;
 mod kernel;
 mod opt;
 mod target;
+mod tensor_core;
 
 pub use heuristic::hand_coded_optimizations;
 pub use kernel::{AxisKind, Kernel, ShapeFn, buffer_st, view_st};
 pub use opt::{Opt, OptError, OptOps};
 pub use target::{Target, TensorCoreShape};
+mod lower_tc;
 mod lowerer;
 pub use lowerer::{LowerError, lower};
 mod vectorize;

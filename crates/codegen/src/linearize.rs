@@ -5,7 +5,8 @@
 //! 1. verify the input and simplify it with `wgrad-ops`' symbolic rules (every `DefineGlobal`
 //!    of the input stays in the program, used or not);
 //! 2. every `Reduce(value, ranges...)` becomes `DefineAcc(identity)` arg `Int(id)` plus
-//!    `Assign(acc, acc <op> value)`; users of the reduction read the `DefineAcc`;
+//!    `Assign(acc, acc <op> value)` (`Assign(acc, Wmma(a, b, acc))` for a sum of
+//!    `Wmma(a, b, 0)`); users of the reduction read the `DefineAcc`;
 //! 3. every node gets the set of ranges it depends on (a `DefineAcc`'s excludes the ranges it
 //!    reduces over; the update and the `Assign` include them);
 //! 4. ranges get a nesting: a total order (a range's end and an accumulator's enclosing loops
@@ -122,7 +123,13 @@ fn reduce_to_acc(sink: &UOp) -> (UOp, Vec<Acc>) {
                     [UOp::constant(u.dtype(), identity_element(op, u.dtype()))],
                     Arg::Int(id),
                 );
-                let update = acc.alu(op, &[&value]);
+                // a `Wmma` accumulates into its own third operand
+                let update = match value.op() {
+                    Ops::Wmma => {
+                        value.with_src([value.src()[0].clone(), value.src()[1].clone(), acc.clone()])
+                    }
+                    _ => acc.alu(op, &[&value]),
+                };
                 let assign = UOp::new(Ops::Assign, u.dtype(), [acc.clone(), update.clone()], Arg::None);
                 accs.push(Acc { acc: acc.clone(), update, assign, value, ranges: src[1..].to_vec() });
                 acc

@@ -63,8 +63,11 @@ pub fn lower(k: &Kernel) -> Result<UOp, LowerError> {
         .map(|(i, s)| s.as_int().ok_or(LowerError::SymbolicUpcast { axis: fu + i, size: s.to_string() }))
         .collect::<Result<Vec<i64>, _>>()?;
     let (idxs, ridxs) = loop_indices(k)?;
-    let mut lw = Lowerer { idxs, ridxs, fu, upcast_sizes, memo: HashMap::new() };
+    let mut lw = Lowerer { idxs, ridxs, fu, upcast_sizes, memo: HashMap::new(), overrides: HashMap::new() };
     let ast = k.get_optimized_ast();
+    if let Some(tc) = k.tensor_core() {
+        return crate::lower_tc::lower_tc(k, tc, lw, &ast);
+    }
     let mut stores = vec![];
     for store in ast.src() {
         stores.extend(lw.store_lanes(store)?);
@@ -174,12 +177,19 @@ fn fit_dims(sizes: &[i64], max: &[usize]) -> Option<Vec<(Vec<usize>, Option<i64>
     (slot <= max.len()).then_some(launch)
 }
 
-struct Lowerer {
-    idxs: Vec<UOp>,
-    ridxs: Vec<UOp>,
-    fu: usize,
-    upcast_sizes: Vec<i64>,
+/// The state of lowering one kernel.
+pub(crate) struct Lowerer {
+    /// The index of every non-upcast axis (thread ids on grouped axes).
+    pub(crate) idxs: Vec<UOp>,
+    /// Like `idxs`, with loops on grouped axes.
+    pub(crate) ridxs: Vec<UOp>,
+    /// The first upcast axis.
+    pub(crate) fu: usize,
+    /// The size of every upcast axis.
+    pub(crate) upcast_sizes: Vec<i64>,
     memo: HashMap<(UOp, Vec<i64>), UOp>,
+    /// Kernel-AST nodes lowered to a given value instead (a tensor-core reduce's result).
+    pub(crate) overrides: HashMap<UOp, UOp>,
 }
 
 impl Lowerer {
@@ -205,7 +215,17 @@ impl Lowerer {
         base.iter().cloned().chain(lane.iter().map(|&v| UOp::index_const(v))).collect()
     }
 
-    fn lower(&mut self, u: &UOp, lane: &[i64]) -> Result<UOp, LowerError> {
+    /// A lowerer over the same kernel with the indices `idxs` for every axis (no upcast lanes)
+    /// and the given overrides.
+    pub(crate) fn with_indices(&self, idxs: Vec<UOp>, overrides: HashMap<UOp, UOp>) -> Lowerer {
+        let fu = idxs.len();
+        Lowerer { ridxs: idxs.clone(), idxs, fu, upcast_sizes: vec![], memo: HashMap::new(), overrides }
+    }
+
+    pub(crate) fn lower(&mut self, u: &UOp, lane: &[i64]) -> Result<UOp, LowerError> {
+        if let Some(v) = self.overrides.get(u) {
+            return Ok(v.clone());
+        }
         let key = (u.clone(), lane.to_vec());
         if let Some(done) = self.memo.get(&key) {
             return Ok(done.clone());
@@ -237,7 +257,7 @@ impl Lowerer {
     }
 
     /// `Index(buf, idx[, valid])` of a buffer op through its view.
-    fn index(
+    pub(crate) fn index(
         &self,
         buf: &UOp,
         view: &UOp,
@@ -319,6 +339,6 @@ fn with(lane: &[i64], i: usize, v: i64) -> Vec<i64> {
     l
 }
 
-fn unexpected(u: &UOp) -> LowerError {
+pub(crate) fn unexpected(u: &UOp) -> LowerError {
     LowerError::Unexpected { op: format!("{:?}", u.op()) }
 }

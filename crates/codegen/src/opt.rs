@@ -16,7 +16,8 @@ use crate::kernel::{Kernel, buffer_st};
 /// The kinds of kernel transformation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum OptOps {
-    /// Tensor cores (unsupported for now).
+    /// Tensor cores: a matmul-shaped reduce onto cooperative-matrix tiles (`tensor_core.rs`);
+    /// `axis` picks the `(m, n, k)` axes, `arg` the target's configuration.
     Tc,
     /// Split a non-reduce axis; the inner part becomes registers.
     Upcast,
@@ -130,9 +131,6 @@ pub enum OptError {
     /// The AST is not a kernel AST codegen understands.
     #[error("not a kernel AST: {0}")]
     Ast(String),
-    /// The op is not available.
-    #[error("{0}")]
-    Unsupported(&'static str),
     /// The op needs an axis.
     #[error("{0} needs an axis")]
     MissingAxis(OptOps),
@@ -248,6 +246,9 @@ pub enum OptError {
     /// PADTO of an axis that is already a multiple.
     #[error("nothing was padded")]
     NothingPadded,
+    /// TC does not apply to this kernel or target; the message says why.
+    #[error("tensor cores: {0}")]
+    TensorCore(String),
     /// Text that is not an opt as `Opt`'s `Display` prints it.
     #[error("not an opt: `{0}`")]
     Parse(String),
@@ -337,14 +338,16 @@ impl Kernel {
 
     /// Applies `opt` after checking it is valid here, records it, and drops size-1 axes.
     pub fn apply_opt(&mut self, opt: Opt) -> Result<(), OptError> {
-        if opt.op == OptOps::Tc {
-            return Err(OptError::Unsupported("tensor cores unsupported on this target"));
+        if self.tc.is_some() && opt.op != OptOps::Upcast {
+            return Err(OptError::TensorCore(format!("only UPCAST applies after TC, not {}", opt.op)));
         }
         if self.dont_use_locals && matches!(opt.op, OptOps::Local | OptOps::Group | OptOps::Grouptop) {
             return Err(OptError::LocalsDisabled);
         }
         if opt.op == OptOps::Nolocals {
             self.apply_nolocals()?;
+        } else if opt.op == OptOps::Tc {
+            self.apply_tc(opt.axis.ok_or(OptError::MissingAxis(opt.op))?, opt.arg)?;
         } else {
             let axis = self.real_axis(&opt).ok_or(OptError::MissingAxis(opt.op))?;
             if axis >= self.shape_len() {
@@ -360,6 +363,7 @@ impl Kernel {
                     let amt = self.amount(&opt, axis)?;
                     self.check_split(op, axis, amt)?;
                     self.check_shared(&opt, amt)?;
+                    self.check_tc_upcast(amt)?;
                     self.split(op, axis, amt);
                 }
             }
@@ -442,7 +446,9 @@ impl Kernel {
                 self.upcasted += 1;
             }
             _ => {
-                self.shift_to(axis, amt, false, None);
+                // after TC the tile axes stay last
+                let before = self.tc.as_ref().map(|_| self.shape_len() - 3);
+                self.shift_to(axis, amt, false, before);
                 self.upcasted += 1;
             }
         }

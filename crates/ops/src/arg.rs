@@ -45,6 +45,29 @@ pub enum Arg {
     },
     /// How a `View` sees its buffer or value: a stack of views in a ShapeTracker.
     View(Arc<ShapeTracker>),
+    /// The role and memory layout of a cooperative-matrix load or store.
+    Coop(Coop),
+}
+
+/// Which operand of `D = A * B + C` a cooperative matrix is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CoopRole {
+    /// The left factor (`m x k`).
+    A,
+    /// The right factor (`k x n`).
+    B,
+    /// The accumulator and result (`m x n`).
+    C,
+}
+
+/// A cooperative-matrix access: its role and whether rows (`row_major`) or columns are
+/// contiguous in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Coop {
+    /// The operand it is.
+    pub role: CoopRole,
+    /// Rows are contiguous: element `(r, c)` at `r * stride + c`; else at `c * stride + r`.
+    pub row_major: bool,
 }
 
 impl Arg {
@@ -105,6 +128,7 @@ impl Arg {
             Arg::Var(_) => 9,
             Arg::Buffer { .. } => 10,
             Arg::View(_) => 11,
+            Arg::Coop(_) => 12,
         }
     }
 }
@@ -134,6 +158,7 @@ impl PartialEq for Arg {
             (Arg::Var(a), Arg::Var(b)) => a == b,
             (Arg::Buffer { num: a, size: s }, Arg::Buffer { num: b, size: t }) => a == b && s == t,
             (Arg::View(a), Arg::View(b)) => a == b,
+            (Arg::Coop(a), Arg::Coop(b)) => a == b,
             _ => false,
         }
     }
@@ -157,6 +182,7 @@ impl Hash for Arg {
             Arg::Var(v) => v.hash(h),
             Arg::Buffer { num, size } => (num, size).hash(h),
             Arg::View(st) => st.hash(h),
+            Arg::Coop(c) => c.hash(h),
         }
     }
 }
@@ -177,6 +203,7 @@ impl fmt::Display for Arg {
             Arg::Var(v) => write!(f, "({:?}, {}, {})", v.name(), v.min(), v.max()),
             Arg::Buffer { num, size } => write!(f, "(buf {num}, {size})"),
             Arg::View(st) => write!(f, "{st:?}"),
+            Arg::Coop(c) => write!(f, "({:?}, {})", c.role, if c.row_major { "row" } else { "col" }),
         }
     }
 }

@@ -63,7 +63,7 @@ mod uop;
 mod upat;
 
 pub use alu::{bitcast, exec_alu, identity_element, threefry2x32};
-pub use arg::Arg;
+pub use arg::{Arg, Coop, CoopRole};
 pub use builder::IntoUOp;
 pub use error::OpsError;
 pub use estimate::{Estimate, estimate};
@@ -73,7 +73,7 @@ pub use matcher::{PatternMatcher, Rule};
 pub use ops::{GroupOp, OpSet, Ops};
 pub use print::print_uops;
 pub use rewrite::{graph_rewrite, graph_rewrite_top_down};
-pub use spec::{SpecViolation, verify, verify_uops};
+pub use spec::{SpecViolation, coop_side, verify, verify_uops};
 pub use symbolic::{symbolic, symbolic_simple};
 pub use uop::{UOp, WeakUOp};
 pub use upat::{Captures, DTypePat, UPat};

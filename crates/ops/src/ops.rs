@@ -140,8 +140,17 @@ pub enum Ops {
     Unroll,
     /// Gathers upcast axes ([`crate::Arg::Pairs`]) into a vector.
     Contract,
-    /// Tensor-core matrix multiply-accumulate: `src` = (a, b, acc).
+    /// Tensor-core matrix multiply-accumulate: `src` = (a, b, acc), cooperative matrices (see
+    /// [`Ops::CoopLoad`]) of roles A, B and C; the result is `acc + a * b`, of `acc`'s dtype.
     Wmma,
+    /// A cooperative-matrix tile read by a whole subgroup: `src` = (`Index(buf, first)`, stride:
+    /// an int), arg [`crate::Arg::Coop`]; dtype `T.vec(n * n)`, the `n x n` tile in row-major
+    /// order. Element `(r, c)` is `buf[first + r * stride + c]` (row-major layout) or
+    /// `buf[first + c * stride + r]` (column-major).
+    CoopLoad,
+    /// Writes a cooperative matrix (role C) as [`Ops::CoopLoad`] reads one: `src` =
+    /// (`Index(buf, first)`, value, stride), arg [`crate::Arg::Coop`]; dtype void.
+    CoopStore,
     // leaves, constants last
     /// A symbolic integer: arg [`crate::Arg::Var`].
     DefineVar,
@@ -156,7 +165,7 @@ pub enum Ops {
 
 impl Ops {
     /// Every op, in order.
-    pub const ALL: [Ops; 66] = [
+    pub const ALL: [Ops; 68] = [
         Ops::Sink,
         Ops::Noop,
         Ops::Kernel,
@@ -219,6 +228,8 @@ impl Ops {
         Ops::Unroll,
         Ops::Contract,
         Ops::Wmma,
+        Ops::CoopLoad,
+        Ops::CoopStore,
         Ops::DefineVar,
         Ops::Const,
         Ops::Detach,

@@ -15,6 +15,9 @@
 //! - `ReduceAxis` has an (Add|Mul|Max, axes) arg; `Reduce` reduces over `Range` sources.
 //! - `Vectorize` builds a `T.vec(n)` from `n >= 2` scalars of `T`; `Gep` picks lanes (in range)
 //!   of one vector source, its dtype the scalar `.vec(number of lanes)`.
+//! - `CoopLoad` is (pointer, int stride) with a cooperative arg and the pointer's element
+//!   `.vec(n * n)` for a tile side `n` of 8 or 16; `CoopStore` is void, (pointer, such a tile of
+//!   the element, int stride); `Wmma` is (a, b, acc) of one tile size, its dtype the acc's.
 
 use wgrad_dtype::DType;
 
@@ -213,8 +216,44 @@ fn check(u: &UOp) -> Result<(), SpecViolation> {
             let want = src[0].dtype().scalar_dtype().vec(lanes.len() as u32);
             if dt == want { Ok(()) } else { Err(SpecViolation::ResultDType { got: dt, expected: want }) }
         }
+        Ops::CoopLoad => {
+            arity(u, |k| k == 2, "2")?;
+            check_coop_access(u, &src[0], dt, &src[1])
+        }
+        Ops::CoopStore => {
+            arity(u, |k| k == 3, "3")?;
+            class(dt == DType::VOID, "result", "void", dt)?;
+            check_coop_access(u, &src[0], src[1].dtype(), &src[2])
+        }
+        Ops::Wmma => {
+            arity(u, |k| k == 3, "3")?;
+            source_is(u, 2, dt)?;
+            let tile = |d: DType| d.count() == dt.count() && coop_side(d).is_some();
+            match (0..3).find(|&i| !tile(src[i].dtype())) {
+                Some(i) => Err(SpecViolation::DTypeClass {
+                    what: "wmma operand",
+                    class: "a tile of the result's size",
+                    got: src[i].dtype(),
+                }),
+                None => Ok(()),
+            }
+        }
         _ => Ok(()),
     }
+}
+
+/// The side `n` of a cooperative-matrix tile dtype (`T.vec(n * n)`, `n` 8 or 16).
+pub fn coop_side(dt: DType) -> Option<u32> {
+    [8, 16].into_iter().find(|n| dt.count() == n * n && !dt.is_ptr())
+}
+
+/// A cooperative access: a `Coop` arg, an int stride, and a tile of the pointer's element.
+fn check_coop_access(u: &UOp, ptr: &UOp, tile: DType, stride: &UOp) -> Result<(), SpecViolation> {
+    arg(matches!(u.arg(), Arg::Coop(_)), u, "a cooperative-matrix role and layout")?;
+    class(ptr.dtype().is_ptr() && !ptr.dtype().base().is_vector(), "source 0", "a pointer", ptr.dtype())?;
+    class(stride.dtype().is_int(), "stride", "an int", stride.dtype())?;
+    let want = ptr.dtype().base().vec(coop_side(tile).unwrap_or(16).pow(2));
+    if tile == want { Ok(()) } else { Err(SpecViolation::ResultDType { got: tile, expected: want }) }
 }
 
 const REDUCE_OPS: OpSet = OpSet::of(&[Ops::Add, Ops::Mul, Ops::Max]);

@@ -36,6 +36,13 @@ pub(crate) enum Inst {
     Load { dst: usize, mem: Mem, idx: usize, valid: Option<usize>, dtype: DType, width: usize },
     /// `if valid { mem[idx * width + k] = value + k }` for every lane `k < width`.
     Store { mem: Mem, idx: usize, valid: Option<usize>, value: usize, dtype: DType, width: usize },
+    /// `dst + r * n + c = mem[idx + r * stride + c]` (row-major; else `mem[idx + c * stride + r]`)
+    /// for a tile of side `n`.
+    CoopLoad { dst: usize, mem: Mem, idx: usize, stride: usize, n: usize, row_major: bool, dtype: DType },
+    /// Writes the tile at `value` as `CoopLoad` reads one.
+    CoopStore { mem: Mem, idx: usize, stride: usize, value: usize, n: usize, row_major: bool, dtype: DType },
+    /// `dst = c + a * b` for tiles of side `n`, each sum rounded to `dtype` in order of `k`.
+    Wmma { dst: usize, a: usize, b: usize, c: usize, n: usize, dtype: DType },
     /// Wait for every thread of the workgroup.
     Barrier,
     /// Skip to `exit` unless `cond`.
@@ -114,6 +121,11 @@ impl Compiler {
         r
     }
 
+    /// `dst + k = src + k` for every lane `k < count`.
+    fn copy_lanes(&mut self, dst: usize, src: usize, count: u32) {
+        self.out.insts.extend((0..count as usize).map(|k| Inst::Copy { dst: dst + k, src: src + k }));
+    }
+
     fn block(&mut self, index: usize, u: &UOp) -> Result<usize, CpuError> {
         self.blocks.remove(u).ok_or(CpuError::Order { index })
     }
@@ -133,8 +145,13 @@ impl Compiler {
 
     fn uop(&mut self, index: usize, u: &UOp) -> Result<(), CpuError> {
         let unsupported = CpuError::Unsupported { index, op: u.op() };
-        // vectors are values of loads and of the Vectorizes stores take, read through Geps
-        if u.dtype().count() > 1 && !matches!(u.op(), Ops::Load | Ops::Vectorize | Ops::Gep | Ops::Index) {
+        // vectors are values of loads and of the Vectorizes stores take, read through Geps, and
+        // cooperative-matrix tiles (every thread holds the whole tile)
+        let vector_ops = [Ops::Load, Ops::Vectorize, Ops::Gep, Ops::Index, Ops::CoopLoad, Ops::Wmma];
+        let tile_ops = [Ops::Const, Ops::DefineAcc, Ops::Assign];
+        let is_tile = wgrad_ops::coop_side(u.dtype()).is_some();
+        if u.dtype().count() > 1 && !vector_ops.contains(&u.op()) && !(is_tile && tile_ops.contains(&u.op()))
+        {
             return Err(unsupported);
         }
         let dtype = u.dtype();
@@ -202,12 +219,46 @@ impl Compiler {
             }
             Ops::DefineAcc => {
                 let init = self.reg(index, &src[0])?;
-                Inst::Copy { dst: self.new_reg(u, ConstValue::Int(0)), src: init }
+                let dst = self.new_reg(u, ConstValue::Int(0));
+                self.copy_lanes(dst, init, dtype.count());
+                return Ok(());
             }
             Ops::Assign => {
                 let dst = self.reg(index, &src[0])?;
                 self.regs.insert(u.clone(), dst);
-                Inst::Copy { dst, src: self.reg(index, &src[1])? }
+                let value = self.reg(index, &src[1])?;
+                self.copy_lanes(dst, value, dtype.count());
+                return Ok(());
+            }
+            Ops::CoopLoad | Ops::CoopStore => {
+                let Arg::Coop(coop) = u.arg() else { return Err(unsupported) };
+                let (mem, idx, _) = self.access(index, &src[0])?;
+                let stride = self.reg(index, &src[src.len() - 1])?;
+                let dtype = src[0].dtype().base();
+                let tile =
+                    if u.op() == Ops::CoopLoad { dtype.vec(u.dtype().count()) } else { src[1].dtype() };
+                let n = wgrad_ops::coop_side(tile).ok_or(unsupported)? as usize;
+                let row_major = coop.row_major;
+                if u.op() == Ops::CoopStore {
+                    let value = self.reg(index, &src[1])?;
+                    Inst::CoopStore { mem, idx, stride, value, n, row_major, dtype }
+                } else {
+                    let dst = self.new_reg(u, ConstValue::Int(0));
+                    Inst::CoopLoad { dst, mem, idx, stride, n, row_major, dtype }
+                }
+            }
+            Ops::Wmma => {
+                let n = wgrad_ops::coop_side(dtype).ok_or(unsupported)? as usize;
+                let [a, b, c] = [0, 1, 2].map(|i| self.reg(index, &src[i]));
+                let (a, b, c) = (a?, b?, c?);
+                Inst::Wmma {
+                    dst: self.new_reg(u, ConstValue::Int(0)),
+                    a,
+                    b,
+                    c,
+                    n,
+                    dtype: dtype.scalar_dtype(),
+                }
             }
             Ops::Cast => {
                 Inst::Cast { src: self.reg(index, &src[0])?, dst: self.new_reg(u, ConstValue::Int(0)), dtype }

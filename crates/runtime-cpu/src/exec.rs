@@ -46,6 +46,12 @@ fn element(idx: ConstValue, width: usize) -> i64 {
     idx.to_i64().saturating_mul(width as i64)
 }
 
+/// The element `(r, c)` of a tile at `first` whose rows (`row_major`) or columns are `stride` apart.
+fn tile_element(first: ConstValue, stride: ConstValue, r: usize, c: usize, row_major: bool) -> i64 {
+    let (major, minor) = if row_major { (r, c) } else { (c, r) };
+    first.to_i64().saturating_add(stride.to_i64().saturating_mul(major as i64)).saturating_add(minor as i64)
+}
+
 fn unflatten(mut i: usize, size: [usize; 3]) -> [usize; 3] {
     size.map(|n| {
         let d = i % n;
@@ -210,6 +216,30 @@ impl CpuProgram {
                             )?;
                         }
                     }
+                }
+                Inst::CoopLoad { dst, mem, idx, stride, n, row_major, dtype } => {
+                    for (r, c) in (0..n).flat_map(|r| (0..n).map(move |c| (r, c))) {
+                        let at = tile_element(regs[idx], regs[stride], r, c, row_major);
+                        regs[dst + r * n + c] = ConstValue::from_bits(self.read(group, mem, at)?, dtype);
+                    }
+                }
+                Inst::CoopStore { mem, idx, stride, value, n, row_major, dtype } => {
+                    for (r, c) in (0..n).flat_map(|r| (0..n).map(move |c| (r, c))) {
+                        let at = tile_element(regs[idx], regs[stride], r, c, row_major);
+                        self.write(group, mem, at, regs[value + r * n + c].to_bits(dtype))?;
+                    }
+                }
+                Inst::Wmma { dst, a, b, c, n, dtype } => {
+                    let mut out = vec![ConstValue::Int(0); n * n];
+                    for (i, j) in (0..n).flat_map(|i| (0..n).map(move |j| (i, j))) {
+                        let mut acc = regs[c + i * n + j];
+                        for k in 0..n {
+                            let product = regs[a + i * n + k].to_f64() * regs[b + k * n + j].to_f64();
+                            acc = ConstValue::Float(acc.to_f64() + product).cast(dtype);
+                        }
+                        out[i * n + j] = acc;
+                    }
+                    regs[dst..dst + n * n].copy_from_slice(&out);
                 }
                 Inst::Barrier => return Ok(Stop::Barrier(t.pc - 1)),
                 Inst::If { cond, exit } => {

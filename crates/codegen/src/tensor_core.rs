@@ -1,0 +1,156 @@
+//! The TC OptOp: a matmul-shaped reduce (a sum of the product of two loads of the target's
+//! tensor-core input type, possibly through casts) onto cooperative-matrix tiles.
+//!
+//! `Opt(op=TC, axis, arg)`: `arg` picks the configuration (`Target::tensor_cores[arg]`), `axis`
+//! the `(m, n, k)` axes among the kernel's candidates ([`Kernel::tc_axis_choices`]: an output
+//! axis only the first factor reads, one only the second reads, a reduce axis both read).
+//! Applied first, it splits `m`, `n` and `k` by the tile and moves the tile parts last (kept as
+//! upcast axes: `m`, `n`, then the unrolled `k`); afterwards only UPCASTs of output axes
+//! (more tiles per subgroup) apply. Each workgroup is one subgroup that owns its tiles.
+//!
+//! Legal only when: no opt came before; one sum whose value is `Mul(a, b)` of two unmasked
+//! loads of `dtype_in` (casts around either allowed) into `dtype_out`; `m`, `n`, `k` integer
+//! multiples of the tile; each factor's tile contiguous along one of its two tile axes with an
+//! integer stride along the other; the subgroup size divides a tile.
+
+use wgrad_ops::{Arg, Ops, UOp};
+
+use crate::{Kernel, OptError, TensorCoreShape};
+
+/// Strips `Cast`s.
+fn uncast(u: &UOp) -> &UOp {
+    if u.op() == Ops::Cast { uncast(&u.src()[0]) } else { u }
+}
+
+/// The two loads a matmul-shaped reduce multiplies: `sum(cast?(cast?(a) * cast?(b)))`.
+pub(crate) fn tc_factors(reduce: &UOp) -> Option<(UOp, UOp)> {
+    let mul = uncast(&reduce.src()[0]);
+    if mul.op() != Ops::Mul {
+        return None;
+    }
+    let (a, b) = (uncast(&mul.src()[0]), uncast(&mul.src()[1]));
+    (a.op() == Ops::Load && b.op() == Ops::Load).then(|| (a.clone(), b.clone()))
+}
+
+/// A tile factor's layout: whether its rows (the first tile axis) are contiguous, and the stride
+/// between rows (row-major) or columns.
+pub(crate) fn tile_layout(strides: (Option<i64>, Option<i64>)) -> Option<(bool, i64)> {
+    match strides {
+        (Some(rows), Some(1)) if rows > 0 => Some((true, rows)),
+        (Some(1), Some(cols)) if cols > 0 => Some((false, cols)),
+        _ => None,
+    }
+}
+
+impl Kernel {
+    /// The tensor-core configuration applied, if TC was.
+    pub fn tensor_core(&self) -> Option<&TensorCoreShape> {
+        self.tc.as_ref()
+    }
+
+    /// The (first factor's buffer index, second's) of a matmul-shaped kernel.
+    fn tc_buffers(&self) -> Option<(usize, usize)> {
+        let r = self.reduceop()?;
+        let (a, b) = tc_factors(r)?;
+        Some((self.bufs.iter().position(|x| *x == a)?, self.bufs.iter().position(|x| *x == b)?))
+    }
+
+    /// The `(m, n, k)` axis triples TC may take, in the order `Opt(TC, axis, _)` counts them.
+    pub fn tc_axis_choices(&self) -> Vec<(usize, usize, usize)> {
+        let Some((ia, ib)) = self.tc_buffers() else { return vec![] };
+        let (sa, sb) = (self.sts[ia].real_strides(false), self.sts[ib].real_strides(false));
+        let reads = |s: &Option<wgrad_shape::Sint>| s.as_ref().is_none_or(|s| *s != 0);
+        let (fr, fu) = (self.first_reduce(), self.first_upcast());
+        let m: Vec<usize> = (0..fr).filter(|&i| reads(&sa[i]) && !reads(&sb[i])).collect();
+        let n: Vec<usize> = (0..fr).filter(|&i| !reads(&sa[i]) && reads(&sb[i])).collect();
+        let k: Vec<usize> = (fr..fu).filter(|&i| reads(&sa[i]) && reads(&sb[i])).collect();
+        let mut out = vec![];
+        for &m in &m {
+            for &n in &n {
+                out.extend(k.iter().map(|&k| (m, n, k)));
+            }
+        }
+        out
+    }
+
+    /// Checks and applies `Opt(TC, axis, arg)`.
+    pub(crate) fn apply_tc(&mut self, axis: usize, arg: usize) -> Result<(), OptError> {
+        let refuse = |why: String| Err(OptError::TensorCore(why));
+        if !self.target.has_local {
+            return refuse("the target has no workgroups".into());
+        }
+        if !self.applied_opts.is_empty() {
+            return refuse("tensor core opts must be first".into());
+        }
+        let Some(tc) = self.target.tensor_cores.get(arg).cloned() else {
+            return refuse(format!(
+                "the target has {} tensor-core shapes, not {}",
+                self.target.tensor_cores.len(),
+                arg + 1
+            ));
+        };
+        let (Some(r), 1) = (self.reduceop(), self.reduceops.len()) else {
+            return refuse("not one reduce".into());
+        };
+        if !matches!(r.arg(), Arg::ReduceAxis(Ops::Add, _)) || r.dtype() != tc.dtype_out {
+            return refuse(format!("the reduce is not a sum into {}", tc.dtype_out));
+        }
+        let Some((ia, ib)) = self.tc_buffers() else {
+            return refuse("the reduce is not a sum of a product of two loads".into());
+        };
+        if self.bufs[ia].dtype() != tc.dtype_in || self.bufs[ib].dtype() != tc.dtype_in {
+            return refuse(format!("the factors are not {}", tc.dtype_in));
+        }
+        if [ia, ib].iter().any(|&i| self.sts[i].views().iter().any(|v| v.mask().is_some())) {
+            return refuse("a factor is masked (padded)".into());
+        }
+        let choices = self.tc_axis_choices();
+        let Some(&(m, n, k)) = choices.get(axis) else {
+            return Err(OptError::InvalidAxis { axis, shape_len: choices.len() });
+        };
+        let (tm, tn, tk) = tc.dims;
+        for (ax, tile) in [(m, tm), (n, tn), (k, tk)] {
+            let size = &self.full_shape()[ax];
+            if size.as_int().is_none_or(|s| s % tile as i64 != 0) {
+                return Err(OptError::NotDivisible { size: size.to_string(), amt: tile });
+            }
+        }
+        let threads = self.target.subgroup_size.unwrap_or(1);
+        if (tm * tn) % threads != 0 {
+            return refuse(format!("a subgroup of {threads} does not divide a {tm}x{tn} tile"));
+        }
+        let int = |s: &Option<wgrad_shape::Sint>| s.as_ref().and_then(|s| s.as_int());
+        let (sa, sb) = (self.sts[ia].real_strides(false), self.sts[ib].real_strides(false));
+        if tile_layout((int(&sa[m]), int(&sa[k]))).is_none()
+            || tile_layout((int(&sb[k]), int(&sb[n]))).is_none()
+        {
+            return refuse("a factor's tile is not contiguous along one of its axes".into());
+        }
+        self.check_tc_shared(&tc, 1)?;
+        for (ax, tile) in [(m, tm), (n, tn), (k, tk)] {
+            self.shift_to(ax, tile, false, None);
+        }
+        self.upcasted += 3;
+        self.tc = Some(tc);
+        Ok(())
+    }
+
+    /// The workgroup memory that `tiles` accumulator tiles (passed through it to the epilogue)
+    /// take must fit the target.
+    pub(crate) fn check_tc_shared(&self, tc: &TensorCoreShape, tiles: usize) -> Result<(), OptError> {
+        let needed = (tiles * tc.dims.0 * tc.dims.1 * tc.dtype_out.itemsize()) as i64;
+        match needed <= self.target.shared_max as i64 {
+            true => Ok(()),
+            false => Err(OptError::SharedMemory { needed, max: self.target.shared_max }),
+        }
+    }
+
+    /// After TC, an UPCAST by `amt` multiplies the tiles whose epilogue goes through workgroup
+    /// memory: they must fit.
+    pub(crate) fn check_tc_upcast(&self, amt: usize) -> Result<(), OptError> {
+        let Some(tc) = &self.tc else { return Ok(()) };
+        let tiles: i64 =
+            self.full_shape()[self.first_upcast()..self.shape_len() - 3].iter().map(|s| s.vmax()).product();
+        self.check_tc_shared(tc, tiles as usize * amt)
+    }
+}

@@ -1,0 +1,82 @@
+//! The TC OptOp on the interpreter: half-precision matmuls lowered onto cooperative-matrix
+//! tiles (one and several tiles per subgroup) give the plain kernel's results, and kernels TC
+//! does not fit are refused with a typed error.
+
+use wgrad_codegen::{CodegenError, Opt, OptError, OptMode, OptOps, compile};
+use wgrad_conformance::tensor_cores::{HalfMatmul, half_matmuls, tensor_core_target};
+use wgrad_conformance::{Rng, close};
+use wgrad_runtime_cpu::run;
+
+fn tc(axis: usize) -> Opt {
+    Opt::new(OptOps::Tc, axis, 0)
+}
+
+/// Runs `case` under `opts` and without opts on the interpreter; both must agree.
+fn check(mm: HalfMatmul, opts: &[Opt]) {
+    let case = mm.case();
+    let target = tensor_core_target();
+    let inputs = case.inputs(&mut Rng(7));
+    let results: Vec<_> = [OptMode::Given(opts.to_vec()), OptMode::NoOpt]
+        .iter()
+        .map(|mode| {
+            let (k, program) =
+                compile(&case.ast, &target, mode, "k").unwrap_or_else(|e| panic!("{mm:?} {opts:?}: {e}"));
+            if !matches!(mode, OptMode::NoOpt) {
+                assert!(
+                    program.uops.iter().any(|u| u.op() == wgrad_ops::Ops::Wmma),
+                    "{mm:?}: no Wmma in\n{program}"
+                );
+                assert_eq!(program.local_size, [32, 1, 1], "{}", k.describe());
+            }
+            let mut bufs = case.cpu_buffers(&inputs);
+            run(&program, &mut bufs, &[]).unwrap_or_else(|e| panic!("{mm:?}: {e}\n{program}"));
+            bufs[0].to_values()
+        })
+        .collect();
+    let bad = results[0].iter().zip(&results[1]).position(|(&g, &w)| !close(g, w));
+    assert!(bad.is_none(), "{mm:?} {opts:?}: differs at {bad:?}: {:?} vs {:?}", results[0], results[1]);
+}
+
+#[test]
+fn tensor_core_matmuls_match_the_plain_kernel() {
+    for mm in half_matmuls() {
+        check(mm, &[tc(0)]);
+    }
+}
+
+#[test]
+fn several_tiles_per_subgroup() {
+    let mm =
+        HalfMatmul { b: 1, m: 64, n: 32, k: 32, a_t: false, b_t: false, cast_first: false, half_out: true };
+    check(mm, &[tc(0), Opt::new(OptOps::Upcast, 0, 2), Opt::new(OptOps::Upcast, 1, 2)]);
+}
+
+#[test]
+fn tc_prints_and_parses_as_tinygrad_does() {
+    assert_eq!(tc(1).to_string(), "Opt(op=TC, axis=1, arg=0)");
+    assert_eq!("Opt(op=TC, axis=1, arg=0)".parse::<Opt>(), Ok(tc(1)));
+}
+
+#[test]
+fn kernels_tc_does_not_fit_are_refused() {
+    let target = tensor_core_target();
+    let refused =
+        |mm: HalfMatmul, opts: Vec<Opt>| match compile(&mm.case().ast, &target, &OptMode::Given(opts), "k") {
+            Err(CodegenError::Opt(e)) => e,
+            other => panic!("{mm:?}: expected a refusal, got {:?}", other.map(|(k, _)| k.describe_opts())),
+        };
+    let base =
+        HalfMatmul { b: 1, m: 32, n: 32, k: 32, a_t: false, b_t: false, cast_first: false, half_out: false };
+    let odd = HalfMatmul { m: 24, ..base };
+    assert!(matches!(refused(odd, vec![tc(0)]), OptError::NotDivisible { amt: 16, .. }));
+    assert!(matches!(refused(base, vec![tc(1)]), OptError::InvalidAxis { axis: 1, .. }));
+    assert!(matches!(refused(base, vec![Opt::new(OptOps::Tc, 0, 1)]), OptError::TensorCore(_)));
+    let after = vec![Opt::new(OptOps::Upcast, 0, 2), tc(0)];
+    assert!(matches!(refused(base, after), OptError::TensorCore(_)));
+    let local_after = vec![tc(0), Opt::new(OptOps::Local, 0, 2)];
+    assert!(matches!(refused(base, local_after), OptError::TensorCore(_)));
+    // without tensor cores on the target
+    let plain = wgrad_codegen::Target::generic_gpu();
+    let e = compile(&base.case().ast, &plain, &OptMode::Given(vec![tc(0)]), "k").err();
+    assert!(matches!(e, Some(CodegenError::Opt(OptError::TensorCore(_)))), "{e:?}");
+}
