@@ -143,14 +143,6 @@ pub enum Ops {
     /// Tensor-core matrix multiply-accumulate: `src` = (a, b, acc), cooperative matrices (see
     /// [`Ops::CoopLoad`]) of roles A, B and C; the result is `acc + a * b`, of `acc`'s dtype.
     Wmma,
-    /// A cooperative-matrix tile read by a whole subgroup: `src` = (`Index(buf, first)`, stride:
-    /// an int), arg [`crate::Arg::Coop`]; dtype `T.vec(n * n)`, the `n x n` tile in row-major
-    /// order. Element `(r, c)` is `buf[first + r * stride + c]` (row-major layout) or
-    /// `buf[first + c * stride + r]` (column-major).
-    CoopLoad,
-    /// Writes a cooperative matrix (role C) as [`Ops::CoopLoad`] reads one: `src` =
-    /// (`Index(buf, first)`, value, stride), arg [`crate::Arg::Coop`]; dtype void.
-    CoopStore,
     // leaves, constants last
     /// A symbolic integer: arg [`crate::Arg::Var`].
     DefineVar,
@@ -161,6 +153,15 @@ pub enum Ops {
     Detach,
     /// `src[0]` unchanged; its gradient is realized into a buffer of its own.
     ContiguousBackward,
+    // tensor-core tiles (added last: existing ops keep their numbers; never commutative operands)
+    /// A cooperative-matrix tile read by a whole subgroup: `src` = (`Index(buf, first)`, stride:
+    /// an int), arg [`crate::Arg::Coop`]; dtype `T.vec(n * n)`, the `n x n` tile in row-major
+    /// order. Element `(r, c)` is `buf[first + r * stride + c]` (row-major layout) or
+    /// `buf[first + c * stride + r]` (column-major).
+    CoopLoad,
+    /// Writes a cooperative matrix (role C) as [`Ops::CoopLoad`] reads one: `src` =
+    /// (`Index(buf, first)`, value, stride), arg [`crate::Arg::Coop`]; dtype void.
+    CoopStore,
 }
 
 impl Ops {
@@ -228,12 +229,12 @@ impl Ops {
         Ops::Unroll,
         Ops::Contract,
         Ops::Wmma,
-        Ops::CoopLoad,
-        Ops::CoopStore,
         Ops::DefineVar,
         Ops::Const,
         Ops::Detach,
         Ops::ContiguousBackward,
+        Ops::CoopLoad,
+        Ops::CoopStore,
     ];
 
     /// Number of sources of an ALU op (1, 2 or 3); `None` for other ops.

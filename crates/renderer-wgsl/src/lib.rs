@@ -18,6 +18,7 @@
 
 mod alu;
 mod cast;
+mod coop;
 mod error;
 mod helpers;
 mod literal;

@@ -7,6 +7,9 @@ pub struct WgslCaps {
     pub f16: bool,
     /// `i64`/`u64` work (naga's `SHADER_INT64`); without it 64-bit integers are refused.
     pub int64: bool,
+    /// `enable wgpu_cooperative_matrix;` works (wgpu's `EXPERIMENTAL_COOPERATIVE_MATRIX`):
+    /// tensor-core tiles render; without it they are refused.
+    pub cooperative_matrix: bool,
     /// The largest workgroup count per dispatch dimension; larger grids are flattened.
     pub max_workgroups_per_dim: u32,
 }

@@ -86,6 +86,8 @@ pub(crate) struct Writer<'a> {
     pub(crate) touched: BTreeSet<usize>,
     /// Whether any value or buffer is native f16 (`enable f16;`).
     pub(crate) uses_f16: bool,
+    /// Whether the kernel uses cooperative matrices (`enable wgpu_cooperative_matrix;`).
+    pub(crate) uses_coop: bool,
     flatten: bool,
     /// The lanes of one array element of each buffer slot declared as vectors.
     widths: BTreeMap<usize, u32>,
@@ -106,6 +108,7 @@ impl<'a> Writer<'a> {
             builtins: BTreeSet::new(),
             touched: BTreeSet::new(),
             uses_f16: false,
+            uses_coop: false,
             flatten,
             widths: vector_buffers(program, caps),
         }
@@ -174,6 +177,9 @@ impl<'a> Writer<'a> {
     fn uop(&mut self, index: usize, u: &UOp) -> Result<(), RenderError> {
         let unsupported = |reason| RenderError::UnsupportedOp { index, op: u.op(), reason };
         types::check(u.dtype(), self.caps)?;
+        if self.coop(index, u)? {
+            return Ok(());
+        }
         if u.dtype().count() > 1 && !matches!(u.op(), Ops::Load | Ops::Vectorize | Ops::Gep | Ops::Index) {
             return Err(unsupported(
                 "vectors are only loaded, stored and taken apart: lanes compute as scalars",
@@ -311,7 +317,13 @@ impl<'a> Writer<'a> {
     fn finish(mut self, launch: Launch) -> Wgsl {
         let mut head = String::new();
         if self.uses_f16 {
-            head.push_str("enable f16;\n\n");
+            head.push_str("enable f16;\n");
+        }
+        if self.uses_coop {
+            head.push_str("enable wgpu_cooperative_matrix;\n");
+        }
+        if self.uses_f16 || self.uses_coop {
+            head.push('\n');
         }
         let mut bindings = Vec::new();
         for (binding, arg) in (0u32..).zip(&self.program.buffers) {
@@ -368,7 +380,11 @@ impl<'a> Writer<'a> {
 /// 32-bit or native f16 elements.
 fn vector_buffers(program: &Program, caps: &WgslCaps) -> BTreeMap<usize, u32> {
     let mut narrowest: BTreeMap<usize, u32> = BTreeMap::new();
-    let accesses = program.uops.iter().filter(|u| matches!(u.op(), Ops::Load | Ops::Store));
+    // a tile access reads or writes single elements
+    let accesses = program
+        .uops
+        .iter()
+        .filter(|u| matches!(u.op(), Ops::Load | Ops::Store | Ops::CoopLoad | Ops::CoopStore));
     for ptr in accesses.filter_map(|u| u.src().first()).filter(|p| p.op() == Ops::Index) {
         let buf = &ptr.src()[0];
         let Some(slot) = buf.arg().as_int().and_then(|s| usize::try_from(s).ok()) else { continue };

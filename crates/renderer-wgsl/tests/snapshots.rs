@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use wgrad_codegen::{Opt, OptMode, OptOps, Target, compile};
+use wgrad_codegen::{Opt, OptMode, OptOps, Target, TensorCoreShape, compile};
 use wgrad_dtype::DType;
 use wgrad_ops::{Ops, UOp};
 use wgrad_renderer_wgsl::WgslCaps;
@@ -160,4 +160,52 @@ fn vector_fallbacks() {
     let ast = store_ast(st(&[48]), load(1, st(&[48])) * 2.0f32);
     let source = render_valid(&compile(&ast, &triples, &up3, "kernel").unwrap().1, &FULL).source;
     assert!(source.contains("data1: array<f32>") && source.contains("vec3<f32>(data1["), "{source}");
+}
+
+/// A target with 16x16x16 f16 -> f32 cooperative matrices and subgroups of 32.
+fn tensor_core_target() -> Target {
+    let tc = TensorCoreShape { dims: (16, 16, 16), dtype_in: DType::F16, dtype_out: DType::F32 };
+    Target { tensor_cores: vec![tc], shared_max: 32768, ..Target::generic_gpu() }
+}
+
+/// `C (64, 32) = A (64, 32) @ B (32, 32)` in f16 as `Tensor::matmul` builds it (f16 product,
+/// f32 sum), `A` row-major, `B` stored transposed (columns contiguous), the sum stored as `out`.
+fn half_matmul(out: DType) -> UOp {
+    let a = load_dt(DType::F16, 1, strided(&[64, 32, 32], &[32, 0, 1], 0));
+    let b = load_dt(DType::F16, 2, strided(&[64, 32, 32], &[0, 32, 1], 0));
+    let sum = (&a * &b).cast(DType::F32).reduce_axis(Ops::Add, &[2]);
+    store_ast(strided(&[64, 32, 1], &[32, 1, 0], 0), if out == DType::F32 { sum } else { sum.cast(out) })
+}
+
+fn tensor_core_wgsl(out: DType, caps: &WgslCaps) -> Result<String, wgrad_renderer_wgsl::RenderError> {
+    let opts = vec![Opt::new(OptOps::Tc, 0, 0), Opt::new(OptOps::Upcast, 0, 2)];
+    let (_, program) = compile(&half_matmul(out), &tensor_core_target(), &OptMode::Given(opts), "kernel")
+        .expect("TC applies");
+    let wgsl = wgrad_renderer_wgsl::render(&program, caps)?;
+    wgrad_renderer_wgsl::validate(&wgsl.source, caps).unwrap_or_else(|e| panic!("{e}\n{}", wgsl.source));
+    Ok(wgsl.source)
+}
+
+#[test]
+fn tensor_core_tiles() {
+    let source = tensor_core_wgsl(DType::F32, &COOP).expect("renders");
+    for part in [
+        "enable wgpu_cooperative_matrix;",
+        "coopLoadT<coop_mat16x16<f16,A>>",
+        "coopLoad<coop_mat16x16<f16,B>>",
+    ] {
+        assert!(source.contains(part), "{part} missing:\n{source}");
+    }
+    insta::assert_snapshot!(source);
+}
+
+#[test]
+fn tensor_core_half_output() {
+    insta::assert_snapshot!(tensor_core_wgsl(DType::F16, &COOP).expect("renders"));
+}
+
+#[test]
+fn tensor_cores_need_the_adapter_feature() {
+    let e = tensor_core_wgsl(DType::F32, &FULL).expect_err("refused without cooperative matrices");
+    assert!(e.to_string().contains("EXPERIMENTAL_COOPERATIVE_MATRIX"), "{e}");
 }

@@ -3,7 +3,8 @@
 //!
 //! Invariants:
 //! - The device is created with the adapter's own limits (not wgpu's defaults) and
-//!   every feature in [`DeviceFeatures`] the adapter has; no experimental features.
+//!   every feature in [`DeviceFeatures`] the adapter has; the one experimental feature,
+//!   cooperative matrices, only where the adapter has it (and f16).
 //! - wgpu never panics on our behalf: calls that can fail run in error scopes, an
 //!   uncaptured-error handler records anything that escapes them, and a device-lost
 //!   callback records loss. Both are reported as errors by the next call that submits,
@@ -20,13 +21,18 @@ use crate::batch::{Batch, record};
 use crate::bind::BindGroupCache;
 use crate::buffer::Buffer;
 use crate::error::{Result, RuntimeError, scoped};
-use crate::info::{AdapterSummary, DeviceFeatures, DeviceKind, DeviceLimits};
+use crate::info::{AdapterSummary, DeviceFeatures, DeviceKind, DeviceLimits, tensor_cores};
 use crate::pipeline::{Pipeline, PipelineCache};
 use crate::pool::{BufferPool, MemoryStats};
 use crate::transfer::Uploads;
+use wgrad_codegen::TensorCoreShape;
 
 /// Environment variable naming the adapter to use (case-insensitive name substring).
 pub const ADAPTER_ENV: &str = "WGRAD_ADAPTER";
+
+/// Set to `0` to open devices without cooperative matrices (tensor cores) even where the
+/// adapter has them (to compare, or to work around a driver).
+pub const COOP_ENV: &str = "WGRAD_COOPERATIVE_MATRIX";
 
 /// Errors recorded outside of error scopes.
 #[derive(Default)]
@@ -42,6 +48,8 @@ pub struct Device {
     adapter: AdapterSummary,
     limits: DeviceLimits,
     features: DeviceFeatures,
+    /// The tensor-core shapes the device's WGSL may use (empty without cooperative matrices).
+    tensor_cores: Vec<TensorCoreShape>,
     storage: Arc<BufferPool>,
     pub(crate) staging: BufferPool,
     pipelines: PipelineCache,
@@ -105,12 +113,27 @@ impl Device {
         let adapter = choose(enumerate(), name)?;
         let info = adapter.get_info();
         let limits = adapter.limits();
-        let required_features = adapter.features() & DeviceFeatures::WANTED;
+        let mut required_features = adapter.features() & DeviceFeatures::WANTED;
+        let coop = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SHADER_F16;
+        let use_coop =
+            adapter.features().contains(coop) && std::env::var(COOP_ENV).map_or(true, |v| v != "0");
+        let experimental_features = if use_coop {
+            required_features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+            #[allow(unsafe_code)]
+            // SAFETY: the opt-in only acknowledges that wgpu's experimental cooperative-matrix
+            // API may have bugs; we use it only through WGSL that naga validated first.
+            let enabled = unsafe { wgpu::ExperimentalFeatures::enabled() };
+            enabled
+        } else {
+            wgpu::ExperimentalFeatures::disabled()
+        };
+        let tensor_cores =
+            if use_coop { tensor_cores(&adapter.cooperative_matrix_properties()) } else { vec![] };
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("wgrad"),
             required_features,
             required_limits: limits.clone(),
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            experimental_features,
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
         }))
@@ -140,6 +163,7 @@ impl Device {
             adapter: AdapterSummary::from_wgpu(&info),
             limits: DeviceLimits::from_wgpu(&limits),
             features: DeviceFeatures::from_wgpu(device.features()),
+            tensor_cores,
             pipelines: PipelineCache::default(),
             bind_groups: BindGroupCache::default(),
             var_buffers: Mutex::default(),
@@ -158,6 +182,12 @@ impl Device {
     /// The limits the device was created with.
     pub fn limits(&self) -> &DeviceLimits {
         &self.limits
+    }
+
+    /// The tensor-core (cooperative-matrix) shapes kernels may use: empty unless the device
+    /// has [`DeviceFeatures::cooperative_matrix`].
+    pub fn tensor_cores(&self) -> &[TensorCoreShape] {
+        &self.tensor_cores
     }
 
     /// The optional features the device has.

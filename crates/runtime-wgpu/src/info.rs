@@ -4,6 +4,9 @@
 //! Code generation reads them to size workgroups, choose dtypes and decide how to split
 //! large dispatches, so they hold only numbers and flags, no wgpu handles.
 
+use wgrad_codegen::TensorCoreShape;
+use wgrad_dtype::DType;
+
 /// Kind of adapter, in the order the runtime prefers them (best first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DeviceKind {
@@ -43,6 +46,8 @@ pub struct AdapterSummary {
     pub kind: DeviceKind,
     /// Driver name and version, as reported (may be empty).
     pub driver: String,
+    /// The largest subgroup the adapter may run (`None` when it does not say).
+    pub subgroup_size: Option<u32>,
 }
 
 impl AdapterSummary {
@@ -59,6 +64,7 @@ impl AdapterSummary {
             backend: info.backend.to_str().to_owned(),
             kind: DeviceKind::from_wgpu(info.device_type),
             driver,
+            subgroup_size: Some(info.subgroup_max_size).filter(|&n| n > 0),
         }
     }
 }
@@ -119,6 +125,9 @@ pub struct DeviceFeatures {
     /// Compute passes can write timestamps, so per-dispatch GPU times are available
     /// (`TIMESTAMP_QUERY`).
     pub timestamps: bool,
+    /// `enable wgpu_cooperative_matrix;` works (`EXPERIMENTAL_COOPERATIVE_MATRIX`, requested
+    /// only with f16, and not when `WGRAD_COOPERATIVE_MATRIX=0`): tensor cores from WGSL.
+    pub cooperative_matrix: bool,
 }
 
 impl DeviceFeatures {
@@ -135,6 +144,30 @@ impl DeviceFeatures {
             int64: features.contains(wgpu::Features::SHADER_INT64),
             subgroups: features.contains(wgpu::Features::SUBGROUP),
             timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY),
+            cooperative_matrix: features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX),
         }
     }
+}
+
+/// The tensor-core shapes WGSL can use among an adapter's cooperative-matrix configurations:
+/// the square ones (WGSL has only `coop_mat8x8` and `coop_mat16x16`) with f16 inputs and f16
+/// or f32 accumulators; f32 accumulation first, then the larger tile.
+pub(crate) fn tensor_cores(props: &[wgpu::CooperativeMatrixProperties]) -> Vec<TensorCoreShape> {
+    let dtype = |t: wgpu::CooperativeScalarType| match t {
+        wgpu::CooperativeScalarType::F16 => Some(DType::F16),
+        wgpu::CooperativeScalarType::F32 => Some(DType::F32),
+        _ => None,
+    };
+    let mut out: Vec<TensorCoreShape> = props
+        .iter()
+        .filter(|p| p.m_size == p.n_size && p.n_size == p.k_size && matches!(p.m_size, 8 | 16))
+        .filter_map(|p| {
+            let (dtype_in, dtype_out) = (dtype(p.ab_type)?, dtype(p.cr_type)?);
+            let n = p.m_size as usize;
+            (dtype_in == DType::F16).then_some(TensorCoreShape { dims: (n, n, n), dtype_in, dtype_out })
+        })
+        .collect();
+    out.sort_by_key(|t| (t.dtype_out != DType::F32, std::cmp::Reverse(t.dims.0)));
+    out.dedup();
+    out
 }

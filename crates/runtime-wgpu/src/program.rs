@@ -64,6 +64,7 @@ impl Device {
         WgslCaps {
             f16: self.features().f16,
             int64: self.features().int64,
+            cooperative_matrix: self.features().cooperative_matrix,
             max_workgroups_per_dim: self.limits().max_workgroups_per_dimension,
         }
     }
@@ -86,8 +87,8 @@ impl Device {
             // 8- and 16-byte loads and stores (`array<vec4<f32>>`); lanes compute as scalars
             vector_widths: vec![1, 2, 4],
             has_f16: self.features().f16,
-            subgroup_size: None,
-            tensor_cores: vec![],
+            subgroup_size: self.adapter().subgroup_size.map(|n| n as usize),
+            tensor_cores: self.tensor_cores().to_vec(),
             parallelism: match self.adapter().kind {
                 DeviceKind::Discrete => 1 << 17,
                 DeviceKind::Cpu => 1 << 8,

@@ -32,3 +32,20 @@ fn unknown_adapter_names_are_a_clear_error() {
     let RuntimeError::NoAdapter(message) = &error else { panic!("expected NoAdapter, got {error:?}") };
     assert!(message.contains("no-such-adapter-xyz") && message.contains("available"), "{message}");
 }
+
+#[test]
+fn tensor_cores_follow_the_cooperative_matrix_feature() {
+    let Some(device) = common::device() else { return };
+    let (features, target) = (device.features(), device.target());
+    assert_eq!(features.cooperative_matrix, !device.tensor_cores().is_empty(), "{features:?}");
+    assert_eq!(target.tensor_cores, device.tensor_cores());
+    assert_eq!(device.caps().cooperative_matrix, features.cooperative_matrix);
+    for tc in device.tensor_cores() {
+        let (m, n, k) = tc.dims;
+        assert!(m == n && n == k && matches!(m, 8 | 16), "{tc:?}: WGSL tiles are square");
+        assert!(features.f16 && target.subgroup_size.is_some_and(|s| (m * n) % s == 0), "{tc:?}");
+    }
+    if device.adapter().name.contains("llvmpipe") {
+        assert!(!features.cooperative_matrix, "lavapipe has no cooperative matrices");
+    }
+}
