@@ -2,7 +2,8 @@
 //! tiles (one and several tiles per subgroup) give the plain kernel's results, and kernels TC
 //! does not fit are refused with a typed error.
 
-use wgrad_codegen::{CodegenError, Opt, OptError, OptMode, OptOps, compile};
+use wgrad_codegen::{CodegenError, Opt, OptError, OptMode, OptOps, Target, compile};
+use wgrad_conformance::random_ast::Case;
 use wgrad_conformance::tensor_cores::{HalfMatmul, half_matmuls, tensor_core_target};
 use wgrad_conformance::{Rng, close};
 use wgrad_runtime_cpu::run;
@@ -13,14 +14,19 @@ fn tc(axis: usize) -> Opt {
 
 /// Runs `case` under `opts` and without opts on the interpreter; both must agree.
 fn check(mm: HalfMatmul, opts: &[Opt]) {
+    check_mode(mm, &tensor_core_target(), OptMode::Given(opts.to_vec()));
+}
+
+/// Runs `case` under `mode` on `target` (which must give tensor-core tiles) and without opts
+/// on the interpreter; both must agree.
+fn check_mode(mm: HalfMatmul, target: &Target, mode: OptMode) {
     let case = mm.case();
-    let target = tensor_core_target();
     let inputs = case.inputs(&mut Rng(7));
-    let results: Vec<_> = [OptMode::Given(opts.to_vec()), OptMode::NoOpt]
+    let results: Vec<_> = [mode.clone(), OptMode::NoOpt]
         .iter()
         .map(|mode| {
             let (k, program) =
-                compile(&case.ast, &target, mode, "k").unwrap_or_else(|e| panic!("{mm:?} {opts:?}: {e}"));
+                compile(&case.ast, target, mode, "k").unwrap_or_else(|e| panic!("{mm:?} {mode:?}: {e}"));
             if !matches!(mode, OptMode::NoOpt) {
                 assert!(
                     program.uops.iter().any(|u| u.op() == wgrad_ops::Ops::Wmma),
@@ -34,7 +40,7 @@ fn check(mm: HalfMatmul, opts: &[Opt]) {
         })
         .collect();
     let bad = results[0].iter().zip(&results[1]).position(|(&g, &w)| !close(g, w));
-    assert!(bad.is_none(), "{mm:?} {opts:?}: differs at {bad:?}: {:?} vs {:?}", results[0], results[1]);
+    assert!(bad.is_none(), "{mm:?} {mode:?}: differs at {bad:?}: {:?} vs {:?}", results[0], results[1]);
 }
 
 #[test]
@@ -76,7 +82,30 @@ fn kernels_tc_does_not_fit_are_refused() {
     let local_after = vec![tc(0), Opt::new(OptOps::Local, 0, 2)];
     assert!(matches!(refused(base, local_after), OptError::TensorCore(_)));
     // without tensor cores on the target
-    let plain = wgrad_codegen::Target::generic_gpu();
+    let plain = Target::generic_gpu();
     let e = compile(&base.case().ast, &plain, &OptMode::Given(vec![tc(0)]), "k").err();
     assert!(matches!(e, Some(CodegenError::Opt(OptError::TensorCore(_)))), "{e:?}");
+}
+
+#[test]
+fn the_heuristics_use_tensor_cores_for_half_matmuls_only() {
+    let mm =
+        HalfMatmul { b: 1, m: 64, n: 64, k: 32, a_t: false, b_t: true, cast_first: false, half_out: true };
+    // a target wanting few threads gets 4x4 tiles per subgroup: a 64x64 block
+    let few = Target { parallelism: 64, ..tensor_core_target() };
+    let (k, _) = compile(&mm.case().ast, &few, &OptMode::Heuristic, "k").expect("compiles");
+    assert_eq!(
+        k.describe_opts(),
+        "[Opt(op=TC, axis=0, arg=0), Opt(op=UPCAST, axis=1, arg=4), Opt(op=UPCAST, axis=0, arg=4)]"
+    );
+    check_mode(mm, &few, OptMode::Heuristic);
+    check_mode(mm, &tensor_core_target(), OptMode::Heuristic);
+    let wmma = |target: &Target, case: Case| {
+        let (_, program) = compile(&case.ast, target, &OptMode::Heuristic, "k").expect("compiles");
+        program.uops.iter().any(|u| u.op() == wgrad_ops::Ops::Wmma)
+    };
+    // without tensor cores, today's register tiles; f32 matmuls never take them
+    assert!(wmma(&tensor_core_target(), mm.case()));
+    assert!(!wmma(&Target::generic_gpu(), mm.case()));
+    assert!(!wmma(&tensor_core_target(), wgrad_conformance::shapes::matmul(64, 64, 32)));
 }

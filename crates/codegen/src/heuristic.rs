@@ -1,5 +1,6 @@
 //! Hand-coded optimisations: the opts a kernel gets without a search. First the shapes that
-//! want a plan of their own: a matrix-vector product (tinygrad's matvec opts), a convolution
+//! want a plan of their own: a half-precision matmul on a target with tensor cores (TC and
+//! tiles per subgroup, `tensor_core`), a matrix-vector product (tinygrad's matvec opts), a convolution
 //! (a register tile over filters and window positions, `conv`), a matmul-shaped kernel (a
 //! register tile, `tile`), a long reduce with few outputs (a grouped reduce,
 //! `grouping`); every other kernel gets tinygrad v0.10's remaining rules in order (masked and
@@ -14,6 +15,7 @@ use crate::{Kernel, Opt, OptOps};
 mod conv;
 mod grouping;
 mod operands;
+mod tensor_core;
 mod tile;
 
 /// Lanes of the widest vector access the heuristics plan for (16 bytes of f32).
@@ -45,7 +47,12 @@ fn last_stride(st: &ShapeTracker, axis: usize) -> i64 {
 
 /// Optimises `k` without a search (see the module doc for the order of the rules).
 pub fn hand_coded_optimizations(k: &mut Kernel) {
-    if matvec(k) || conv::conv_tile(k) || tile::register_tile(k) || grouping::group_reduce(k) {
+    if tensor_core::tensor_cores(k)
+        || matvec(k)
+        || conv::conv_tile(k)
+        || tile::register_tile(k)
+        || grouping::group_reduce(k)
+    {
         return;
     }
     upcast_masked(k);

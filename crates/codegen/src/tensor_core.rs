@@ -73,6 +73,15 @@ impl Kernel {
         out
     }
 
+    /// After TC: the global axes of the tiles' rows and columns (those only one factor reads),
+    /// which UPCAST turns into more tiles per subgroup.
+    pub fn tc_output_axes(&self) -> Vec<usize> {
+        let Some((ia, ib)) = self.tc.as_ref().and(self.tc_buffers()) else { return vec![] };
+        let (sa, sb) = (self.sts[ia].real_strides(false), self.sts[ib].real_strides(false));
+        let reads = |s: &Option<wgrad_shape::Sint>| s.as_ref().is_none_or(|s| *s != 0);
+        (0..self.first_reduce()).filter(|&i| reads(&sa[i]) != reads(&sb[i])).collect()
+    }
+
     /// Checks and applies `Opt(TC, axis, arg)`.
     pub(crate) fn apply_tc(&mut self, axis: usize, arg: usize) -> Result<(), OptError> {
         let refuse = |why: String| Err(OptError::TensorCore(why));

@@ -258,3 +258,33 @@ fn several_processes_share_one_file() {
         assert!(cache.get(&format!("worker {id} key 39")).unwrap().is_some());
     }
 }
+
+#[test]
+fn targets_with_tensor_cores_add_tc_actions_for_half_matmuls() {
+    use wgrad_codegen::TensorCoreShape;
+    let half = |slot: i64, strides: &[i64]| {
+        let ints = |xs: &[i64]| xs.iter().map(|&x| Sint::int(x)).collect::<Vec<_>>();
+        let view = View::new(&ints(&[64, 64, 64]), &ints(strides), Sint::int(0), None).unwrap();
+        UOp::load(
+            DType::F16,
+            [UOp::define_global(DType::F16, slot), UOp::view(ShapeTracker::from_view(view))],
+        )
+    };
+    let value = (half(1, &[64, 0, 1]) * half(2, &[0, 1, 64])).cast(DType::F32).reduce_axis(Ops::Add, &[2]);
+    let out = ShapeTracker::from_shape(&[Sint::int(64), Sint::int(64), Sint::int(1)]).unwrap();
+    let ast = UOp::sink([UOp::store([UOp::define_global(DType::F32, 0), UOp::view(out), value])]);
+    let tc = TensorCoreShape { dims: (16, 16, 16), dtype_in: DType::F16, dtype_out: DType::F32 };
+    let target = Target { tensor_cores: vec![tc], ..Target::generic_gpu() };
+    let tc_opts = |target: &Target| {
+        let k = Kernel::new(&ast, target.clone()).unwrap();
+        let next = kernel_actions(&k);
+        let tc: Vec<Kernel> = next.into_iter().filter(|k| k.tensor_core().is_some()).collect();
+        // a TC kernel's tile axes do not count against the register limit: it can grow
+        let deeper = tc.iter().flat_map(kernel_actions).count();
+        (tc.iter().map(|k| k.describe_opts()).collect::<Vec<_>>(), deeper)
+    };
+    let (opts, deeper) = tc_opts(&target);
+    assert_eq!(opts, ["[Opt(op=TC, axis=0, arg=0)]"]);
+    assert!(deeper > 0, "no UPCAST after TC");
+    assert_eq!(tc_opts(&Target::generic_gpu()).0, Vec::<String>::new());
+}

@@ -1,8 +1,9 @@
 //! The moves of a BEAM search: tinygrad's action list, and every kernel one legal action away
 //! from a given one.
 //!
-//! The list is a table of (op, amounts, axes); an op that `Kernel::apply_opt` learns later
-//! (TC) joins by adding a row. Actions `apply_opt` refuses on a kernel are simply not taken.
+//! The list is a table of (op, amounts, axes); on a target with tensor cores every kernel also
+//! gets the TC actions (each axis choice by each configuration, tinygrad's first rows).
+//! Actions `apply_opt` refuses on a kernel are simply not taken.
 
 use std::sync::LazyLock;
 
@@ -48,11 +49,14 @@ fn whole_axis_twice(k: &Kernel, opt: &Opt) -> bool {
         && ACTIONS.contains(&whole)
 }
 
-/// Whether a candidate's registers and workgroup stay within the search's limits.
+/// Whether a candidate's registers and workgroup stay within the search's limits (a tensor
+/// core's tile axes, spread over its subgroup, do not count).
 fn within_limits(k: &Kernel) -> bool {
     let (mut upcast, mut local) = (1, 1);
-    for (kind, size) in k.axis_kinds().into_iter().zip(k.full_shape()) {
-        match kind {
+    let tile_axes = if k.tensor_core().is_some() { 3 } else { 0 };
+    let kinds = k.axis_kinds();
+    for (kind, size) in kinds[..kinds.len() - tile_axes].iter().zip(k.full_shape()) {
+        match *kind {
             AxisKind::Upcast | AxisKind::Unroll => upcast *= size.vmax(),
             AxisKind::Local | AxisKind::GroupReduce => local *= size.vmax(),
             AxisKind::Global | AxisKind::Reduce => {}
@@ -61,13 +65,26 @@ fn within_limits(k: &Kernel) -> bool {
     upcast <= MAX_UPCAST && local <= MAX_LOCAL
 }
 
+/// The TC actions for `k`: every axis choice (at most 9, as tinygrad) by every configuration
+/// of the target.
+fn tc_actions(k: &Kernel) -> Vec<Opt> {
+    let choices = k.tc_axis_choices().len().min(9);
+    (0..k.target().tensor_cores.len())
+        .flat_map(|arg| (0..choices).map(move |axis| Opt::new(OptOps::Tc, axis, arg)))
+        .collect()
+}
+
 /// Every kernel one action away from `k` that `apply_opt` accepts and that stays within
-/// the limits (upcast <= 256, workgroup <= 1024), in the order of [`ACTIONS`].
+/// the limits (upcast <= 256, workgroup <= 1024), TC actions first, then in the order of
+/// [`ACTIONS`].
 pub fn kernel_actions(k: &Kernel) -> Vec<Kernel> {
-    ACTIONS
+    let table = ACTIONS
         .iter()
         .filter(|opt| opt.axis.is_none() || k.real_axis(opt).is_some_and(|axis| axis < k.shape_len()))
-        .filter(|opt| !whole_axis_twice(k, opt))
+        .filter(|opt| !whole_axis_twice(k, opt));
+    tc_actions(k)
+        .iter()
+        .chain(table)
         .filter_map(|opt| {
             let mut next = k.clone();
             next.apply_opt(*opt).ok().filter(|_| within_limits(&next)).map(|()| next)
