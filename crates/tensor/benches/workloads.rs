@@ -11,7 +11,9 @@
 //!
 //! `cargo xtask bench`, or `cargo bench -p wgrad-tensor --bench workloads [-- FLAGS]`:
 //! `--quick` (small sizes: a smoke run on lavapipe), `--kernels` (one MNIST step at DEBUG=2:
-//! a line per kernel on stderr), `--bandwidth`, `--tflops`.
+//! a line per kernel on stderr), `--bandwidth`, `--tflops`, `--gemm` (only the GEMMs: f32, and
+//! f16 through `Tensor::matmul`, on tensor cores where the device has them, then the f16
+//! results' largest error against the f32 GEMM of the same halves, computed on the device).
 #![allow(clippy::print_stdout, missing_docs)]
 
 #[allow(dead_code)] // the benchmark trains and never evaluates
@@ -23,10 +25,10 @@ use std::time::{Duration, Instant};
 use wgrad_engine::{counters, flags};
 use wgrad_tensor::{DType, Result, Tensor};
 
-/// Peak memory bandwidth (GB/s) and f32 throughput without tensor cores (TFLOP/s) of devices
-/// known by a part of their adapter name.
-const ROOFLINES: [(&str, f64, f64); 3] =
-    [("H200", 4800.0, 67.0), ("H100", 3350.0, 67.0), ("A100", 2039.0, 19.5)];
+/// Peak memory bandwidth (GB/s), f32 throughput without tensor cores and dense f16 tensor-core
+/// throughput (TFLOP/s) of devices known by a part of their adapter name.
+const ROOFLINES: [(&str, f64, f64, f64); 3] =
+    [("H200", 4800.0, 67.0, 989.0), ("H100", 3350.0, 67.0, 989.0), ("A100", 2039.0, 19.5, 312.0)];
 
 /// What one call does, in the unit its rate is printed in.
 #[derive(Clone, Copy)]
@@ -35,6 +37,8 @@ enum Work {
     Bytes(f64),
     /// Floating-point operations.
     Flops(f64),
+    /// Floating-point operations in f16 (against the tensor-core roofline).
+    HalfFlops(f64),
     /// The flops the kernels count (the MNIST step).
     CountedFlops,
 }
@@ -55,6 +59,8 @@ struct Row {
     /// Work per call in bytes or flops, and whether it is flops.
     work: f64,
     flops: bool,
+    /// Whether its roofline is the f16 tensor-core peak.
+    half: bool,
 }
 
 /// Waits for `t` (a readback of its first element: the device runs in order).
@@ -101,10 +107,11 @@ fn measure(w: &mut Workload, iters: usize) -> Result<Row> {
     let (kernels, kernel) = (kernels as f64 / f64::from(TIMED), kernel / TIMED);
     let (work, flops) = match w.work {
         Work::Bytes(b) => (b, false),
-        Work::Flops(f) => (f, true),
+        Work::Flops(f) | Work::HalfFlops(f) => (f, true),
         Work::CountedFlops => (counted as f64 / f64::from(TIMED), true),
     };
-    Ok(Row { name: w.name.clone(), wall, kernel, kernels, work, flops })
+    let half = matches!(w.work, Work::HalfFlops(_));
+    Ok(Row { name: w.name.clone(), wall, kernel, kernels, work, flops, half })
 }
 
 fn random(shape: &[usize], seed: u64) -> Result<Tensor> {
@@ -113,11 +120,55 @@ fn random(shape: &[usize], seed: u64) -> Result<Tensor> {
     Ok(t)
 }
 
+/// The GEMM sizes: 4096 and 1024 (256 and 128 with `quick`).
+fn gemm_sizes(quick: bool) -> [usize; 2] {
+    if quick { [256, 128] } else { [4096, 1024] }
+}
+
+/// Two random `s x s` matrices in `dtype`, realized.
+fn factors(s: usize, dtype: DType) -> Result<(Tensor, Tensor)> {
+    let (a, b) = (random(&[s, s], 3)?.cast(dtype), random(&[s, s], 4)?.cast(dtype));
+    a.realize()?;
+    b.realize()?;
+    Ok((a, b))
+}
+
+/// `C = A @ B` of `s x s` matrices in f32 and in f16, each realized.
+fn gemms(quick: bool) -> Result<Vec<Workload>> {
+    let mut list = vec![];
+    for (dtype, work) in [(DType::F32, Work::Flops as fn(f64) -> Work), (DType::F16, Work::HalfFlops)] {
+        for s in gemm_sizes(quick) {
+            let (a, b) = factors(s, dtype)?;
+            list.push(Workload {
+                name: format!("{} GEMM {s}", if dtype == DType::F32 { "f32" } else { "f16" }),
+                work: work(2.0 * (s as f64).powi(3)),
+                call: Box::new(move || a.matmul(&b)?.realize().cloned()),
+            });
+        }
+    }
+    Ok(list)
+}
+
+/// The f16 GEMMs' largest absolute error against the f32 GEMM of the same halves, and the
+/// largest `|C|`, computed on the device.
+fn half_gemm_errors(quick: bool) -> Result<()> {
+    for s in gemm_sizes(quick) {
+        let (a, b) = factors(s, DType::F16)?;
+        let half = a.matmul(&b)?.cast(DType::F32);
+        let full = a.cast(DType::F32).matmul(&b.cast(DType::F32))?;
+        let err = half.sub(&full)?.abs().max(&[0, 1], false)?.item::<f32>()?;
+        let scale = full.abs().max(&[0, 1], false)?.item::<f32>()?;
+        println!(
+            "f16 GEMM {s}: max abs error {err:.3e} against f32 on the same halves (max |C| {scale:.3e})"
+        );
+    }
+    Ok(())
+}
+
 /// The workloads at full size (or small ones with `quick`).
 fn workloads(quick: bool) -> Result<Vec<Workload>> {
     let (rows, cols) = if quick { (256, 1024) } else { (4096, 8192) };
     let n = if quick { 1 << 20 } else { 32 << 20 };
-    let (big, small) = if quick { (256, 128) } else { (4096, 1024) };
     let x = random(&[rows, cols], 1)?;
     let flat = random(&[n], 2)?;
     let elems = (rows * cols) as f64;
@@ -141,14 +192,7 @@ fn workloads(quick: bool) -> Result<Vec<Workload>> {
             call: Box::new(move || flat.mul(2.0)?.add(1.0)?.realize().cloned()),
         },
     ];
-    for s in [big, small] {
-        let (a, b) = (random(&[s, s], 3)?, random(&[s, s], 4)?);
-        list.push(Workload {
-            name: format!("f32 GEMM {s}"),
-            work: Work::Flops(2.0 * (s as f64).powi(3)),
-            call: Box::new(move || a.matmul(&b)?.realize().cloned()),
-        });
-    }
+    list.extend(gemms(quick)?);
     list.push(mnist_step(if quick { 16 } else { 512 })?);
     Ok(list)
 }
@@ -188,16 +232,28 @@ fn flag(args: &[String], name: &str) -> Option<f64> {
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
+    let only_gemm = args.iter().any(|a| a == "--gemm");
     let device = Tensor::default_device()?;
-    let name = wgrad_engine::device::open_device(&device)?.name();
-    let known = ROOFLINES.iter().find(|(part, ..)| name.contains(part)).map(|&(_, b, f)| (b, f));
+    let backend = wgrad_engine::device::open_device(&device)?;
+    let name = backend.name();
+    let known = ROOFLINES.iter().find(|(part, ..)| name.contains(part)).map(|&(_, b, f, h)| (b, f, h));
     let roof = match (flag(&args, "--bandwidth"), flag(&args, "--tflops")) {
-        (Some(b), Some(f)) => Some((b, f)),
+        (Some(b), Some(f)) => Some((b, f, known.map_or(f, |k| k.2))),
         _ => known,
     };
-    println!("device: {name}");
+    let tensor_cores: Vec<String> = backend
+        .target()
+        .tensor_cores
+        .iter()
+        .map(|t| format!("{}x{}x{} {}->{}", t.dims.0, t.dims.1, t.dims.2, t.dtype_in, t.dtype_out))
+        .collect();
+    println!(
+        "device: {name}; tensor cores: {}",
+        if tensor_cores.is_empty() { "none".into() } else { tensor_cores.join(", ") }
+    );
     let mut rows = vec![];
-    for mut w in workloads(quick)? {
+    let list = if only_gemm { gemms(quick)? } else { workloads(quick)? };
+    for mut w in list {
         let iters = if quick { 3 } else { 10 };
         let row = measure(&mut w, iters)?;
         println!("  {}: {} a call, {} of kernels", row.name, ms(row.wall), ms(row.kernel));
@@ -209,8 +265,12 @@ fn main() -> Result<()> {
     println!("|{}", " --- |".repeat(header.len()));
     for r in &rows {
         let fraction = match (roof, r.kernel.is_zero()) {
-            (Some((bw, tf)), false) => {
-                let peak = if r.flops { tf * 1e12 } else { bw * 1e9 };
+            (Some((bw, tf, tf16)), false) => {
+                let peak = match (r.flops, r.half) {
+                    (true, true) => tf16 * 1e12,
+                    (true, false) => tf * 1e12,
+                    (false, _) => bw * 1e9,
+                };
                 format!("{:.1}%", 100.0 * r.work / r.kernel.as_secs_f64() / peak)
             }
             _ => "-".into(),
@@ -226,9 +286,12 @@ fn main() -> Result<()> {
         );
     }
     match roof {
-        Some((bw, tf)) => println!("roofline: {bw:.0} GB/s, {tf:.1} TFLOP/s f32"),
+        Some((bw, tf, tf16)) => {
+            println!("roofline: {bw:.0} GB/s, {tf:.1} TFLOP/s f32, {tf16:.0} TFLOP/s f16 tensor cores")
+        }
         None => println!("roofline: unknown device; give --bandwidth GB/s --tflops TFLOP/s"),
     }
+    half_gemm_errors(quick)?;
     if args.iter().any(|a| a == "--kernels") {
         println!("\none MNIST step, a line per kernel (DEBUG=2) on stderr:");
         let mut step = mnist_step(if quick { 16 } else { 512 })?;
