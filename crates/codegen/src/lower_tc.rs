@@ -9,10 +9,10 @@ use std::collections::HashMap;
 
 use wgrad_dtype::{AddrSpace, DType};
 use wgrad_ops::{Arg, Coop, CoopRole, Ops, UOp};
-use wgrad_shape::{IndexAlgebra, Sint};
+use wgrad_shape::IndexAlgebra;
 
-use crate::lowerer::{LowerError, Lowerer, unexpected};
-use crate::tensor_core::{tc_factors, tile_layout};
+use crate::lowerer::{LowerError, Lowerer, unexpected, with};
+use crate::tensor_core::{int_stride, tc_factors, tile_layout};
 use crate::{Kernel, TensorCoreShape};
 
 /// The lowered graph (a `Sink` of `Store`s) of `k`, whose optimised AST is `ast`.
@@ -102,16 +102,7 @@ fn coop_load(
 fn tile_lanes(sizes: &[i64], len: usize) -> Vec<Vec<i64>> {
     let mut lanes = vec![vec![0; len]];
     for (i, &n) in sizes.iter().enumerate() {
-        lanes = lanes
-            .into_iter()
-            .flat_map(|l| {
-                (0..n).map(move |v| {
-                    let mut l = l.clone();
-                    l[i] = v;
-                    l
-                })
-            })
-            .collect();
+        lanes = lanes.into_iter().flat_map(|l| (0..n).map(move |v| with(&l, i, v))).collect();
     }
     lanes
 }
@@ -119,13 +110,7 @@ fn tile_lanes(sizes: &[i64], len: usize) -> Vec<Vec<i64>> {
 /// The (row-major, stride) of the A tile (rows along m, columns along k) and the B tile (rows
 /// along k, columns along n), from the factors' strides along the tile axes.
 fn factor_layouts(k: &Kernel) -> Option<((bool, i64), (bool, i64))> {
-    let (a, b) = tc_factors(k.reduceop()?)?;
-    let strides = |load: &UOp| {
-        let i = k.bufs().iter().position(|x| x == load)?;
-        Some(k.sts()[i].real_strides(false))
-    };
-    let int = |s: &Option<Sint>| s.as_ref().and_then(Sint::as_int);
-    let (sa, sb) = (strides(&a)?, strides(&b)?);
-    let t = k.shape_len() - 3;
+    let [sa, sb] = k.tc_factor_strides()?;
+    let (t, int) = (k.shape_len() - 3, int_stride);
     Some((tile_layout((int(&sa[t]), int(&sa[t + 2])))?, tile_layout((int(&sb[t + 2]), int(&sb[t + 1])))?))
 }

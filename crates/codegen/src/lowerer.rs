@@ -333,7 +333,7 @@ impl Lowerer {
 }
 
 /// `lane` with position `i` set to `v`.
-fn with(lane: &[i64], i: usize, v: i64) -> Vec<i64> {
+pub(crate) fn with(lane: &[i64], i: usize, v: i64) -> Vec<i64> {
     let mut l = lane.to_vec();
     l[i] = v;
     l

@@ -14,6 +14,7 @@
 //! integer stride along the other; the subgroup size divides a tile.
 
 use wgrad_ops::{Arg, Ops, UOp};
+use wgrad_shape::Sint;
 
 use crate::{Kernel, OptError, TensorCoreShape};
 
@@ -42,6 +43,16 @@ pub(crate) fn tile_layout(strides: (Option<i64>, Option<i64>)) -> Option<(bool, 
     }
 }
 
+/// Whether a factor reads along an axis of this real stride (an unknown stride counts).
+fn reads(stride: &Option<Sint>) -> bool {
+    stride.as_ref().is_none_or(|s| *s != 0)
+}
+
+/// A real stride known as an integer.
+pub(crate) fn int_stride(stride: &Option<Sint>) -> Option<i64> {
+    stride.as_ref().and_then(Sint::as_int)
+}
+
 impl Kernel {
     /// The tensor-core configuration applied, if TC was.
     pub fn tensor_core(&self) -> Option<&TensorCoreShape> {
@@ -55,11 +66,15 @@ impl Kernel {
         Some((self.bufs.iter().position(|x| *x == a)?, self.bufs.iter().position(|x| *x == b)?))
     }
 
+    /// The real strides of the two factors of a matmul-shaped kernel.
+    pub(crate) fn tc_factor_strides(&self) -> Option<[Vec<Option<Sint>>; 2]> {
+        let (ia, ib) = self.tc_buffers()?;
+        Some([self.sts[ia].real_strides(false), self.sts[ib].real_strides(false)])
+    }
+
     /// The `(m, n, k)` axis triples TC may take, in the order `Opt(TC, axis, _)` counts them.
     pub fn tc_axis_choices(&self) -> Vec<(usize, usize, usize)> {
-        let Some((ia, ib)) = self.tc_buffers() else { return vec![] };
-        let (sa, sb) = (self.sts[ia].real_strides(false), self.sts[ib].real_strides(false));
-        let reads = |s: &Option<wgrad_shape::Sint>| s.as_ref().is_none_or(|s| *s != 0);
+        let Some([sa, sb]) = self.tc_factor_strides() else { return vec![] };
         let (fr, fu) = (self.first_reduce(), self.first_upcast());
         let m: Vec<usize> = (0..fr).filter(|&i| reads(&sa[i]) && !reads(&sb[i])).collect();
         let n: Vec<usize> = (0..fr).filter(|&i| !reads(&sa[i]) && reads(&sb[i])).collect();
@@ -76,9 +91,7 @@ impl Kernel {
     /// After TC: the global axes of the tiles' rows and columns (those only one factor reads),
     /// which UPCAST turns into more tiles per subgroup.
     pub fn tc_output_axes(&self) -> Vec<usize> {
-        let Some((ia, ib)) = self.tc.as_ref().and(self.tc_buffers()) else { return vec![] };
-        let (sa, sb) = (self.sts[ia].real_strides(false), self.sts[ib].real_strides(false));
-        let reads = |s: &Option<wgrad_shape::Sint>| s.as_ref().is_none_or(|s| *s != 0);
+        let Some([sa, sb]) = self.tc.as_ref().and(self.tc_factor_strides()) else { return vec![] };
         (0..self.first_reduce()).filter(|&i| reads(&sa[i]) != reads(&sb[i])).collect()
     }
 
