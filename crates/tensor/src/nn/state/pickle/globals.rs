@@ -105,6 +105,8 @@ fn resolve(module: &str, name: &str) -> Option<Global> {
         ("torch", "Tensor") | ("torch.nn.parameter", "Parameter") => Global::TensorClass,
         ("torch", "Size") => Global::Size,
         ("_codecs", "encode") => Global::CodecsEncode,
+        // PyTorch >= 2.x names the untyped storage of a `_rebuild_tensor_v3` by its module
+        ("torch.storage", "UntypedStorage") => Global::StorageClass(DType::U8),
         ("torch", _) => match table(&STORAGES) {
             Some(d) => Global::StorageClass(d),
             None => Global::Dtype(table(&DTYPES)?),
