@@ -1,6 +1,6 @@
 //! `cargo run --release -p wgrad-tensor --example soak -- [--steps N] [--every N]`: a long MNIST
-//! training run (an MLP on the shipped 10,000-digit sample, batch 64, Adam, eager steps: the
-//! JIT is not on this branch) that prints, every `--every` steps (500), the device memory in
+//! training run (an MLP on the shipped 10,000-digit sample, batch 64, Adam, eager steps; a jitted
+//! soak is not written yet) that prints, every `--every` steps (500), the device memory in
 //! use, the process's resident host memory, the kernels compiled so far and the kernels
 //! launched per step. Flat columns after the first report mean nothing leaks.
 #![allow(clippy::print_stdout)] // an example's job is to print
