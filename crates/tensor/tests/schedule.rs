@@ -188,6 +188,24 @@ fn a_large_reduction_into_a_small_output_splits_in_two() {
 }
 
 #[test]
+fn a_long_contraction_into_few_outputs_splits_k_and_a_matrix_vector_product_does_not() {
+    // a weight gradient x^T @ dy over 8192 rows into 16 x 16: 8192 times its output, split
+    let (k, n) = (8192, 16);
+    let host = |x: &[f32], dy: &[f32]| -> Vec<f32> {
+        let cell = |i: usize, j: usize| (0..k).map(|r| f64::from(x[r * n + i] * dy[r * n + j])).sum::<f64>();
+        (0..n * n).map(|o| cell(o / n, o % n) as f32).collect()
+    };
+    let weight_grad = || tensor(&[k, n], 0).transpose(0, 1)?.matmul(&tensor(&[k, n], 1));
+    check(2, weight_grad, || host(&data(k * n, 0), &data(k * n, 1)));
+    // a vector times a matrix: the matrix is broadcast along no output axis
+    let matvec = || tensor(&[1, k], 0).matmul(&tensor(&[k, n], 1));
+    check(1, matvec, || {
+        let (v, m) = (data(k, 0), data(k * n, 1));
+        (0..n).map(|j| (0..k).map(|r| f64::from(v[r] * m[r * n + j])).sum::<f64>() as f32).collect()
+    });
+}
+
+#[test]
 fn a_reduce_read_through_a_permute_is_realized() {
     let host = |permuted: bool| {
         let sums: Vec<f32> = rows(&data(120, 0), 6).iter().map(|r| r.iter().sum()).collect();
