@@ -117,6 +117,18 @@ fn odd_reduce_lengths_group_what_divides_or_stay_plain() {
 }
 
 #[test]
+fn axes_no_power_of_two_divides_group_by_a_divisor_near_the_wanted_group() {
+    // 8192 outputs, each a sum over 2 x 20 x 20 positions read transposed by a second buffer
+    // (the axes cannot merge, no axis is a row): one axis of 20 is grouped whole
+    let shape = [8192, 2, 20, 20];
+    let a = load(1, strided(&shape, &[800, 400, 20, 1], 0));
+    let b = load(2, strided(&shape, &[800, 400, 1, 20], 0));
+    let k = optimized(&store_ast(st(&[8192, 1, 1, 1]), (a * b).reduce_axis(Ops::Add, &[1, 2, 3])), big_gpu());
+    assert_eq!(k.group_for_reduces(), 1, "{}", k.describe());
+    assert_eq!(k.applied_opts().last(), Some(&opt(Group, 2, 20)), "{}", k.describe_opts());
+}
+
+#[test]
 fn large_gemm_gets_an_8x8_register_tile_and_a_16x8_workgroup() {
     let k = optimized(&matmul_ast(4096, 4096, 4096), big_gpu());
     let want = [(Upcast, 0, 8), (Upcast, 1, 8), (Unroll, 0, 8), (Local, 1, 16), (Local, 0, 8)];
