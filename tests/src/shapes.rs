@@ -159,6 +159,10 @@ pub fn tuned_cases() -> Vec<(String, Case)> {
         ("conv input gradient 3x5x4 7x7 k3, fused relu".into(), conv_input_grad(3, 5, 4, 7, 3, true)),
         ("conv weight gradient 3x4x8 12x12 k5".into(), conv_weight_grad(3, 4, 8, 12, 5)),
         ("conv weight gradient 2x3x5 9x9 k2".into(), conv_weight_grad(2, 3, 5, 9, 2)),
+        (
+            "conv weight gradient 4x1x32 12x12 k5 (tiled and grouped)".into(),
+            conv_weight_grad(4, 1, 32, 12, 5),
+        ),
         ("row sum 24x1024".into(), sum(24, 1024, 1)),
         ("row sum 5x400".into(), sum(5, 400, 1)),
         ("row sum 7x1021 (prime)".into(), sum(7, 1021, 1)),

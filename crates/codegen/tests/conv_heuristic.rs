@@ -108,3 +108,23 @@ fn strided_windows_and_plain_matmuls_are_left_to_the_matmul_tile() {
     let mm = optimized(&matmul_ast(256, 256, 256), cpu_like());
     assert_eq!(mm.applied_opts()[..2], [opt(Upcast, 0, 8), opt(Upcast, 1, 8)]);
 }
+
+#[test]
+fn a_weight_gradient_with_few_outputs_tiles_and_groups_a_reduce_axis() {
+    // beautiful_mnist's conv1 weight gradient at batch 512 after split-K: 32 filters x 1
+    // channel x 5 x 5 taps x 256 batch slices, each a sum over 2 images x 24 x 24 positions
+    let shape = [32, 1, 5, 5, 256, 2, 24, 24];
+    let x = load(1, strided(&shape, &[0, 784, 28, 1, 2 * 784, 784, 28, 1], 0));
+    let dy = load(2, strided(&shape, &[576, 0, 0, 0, 2 * 32 * 576, 32 * 576, 24, 1], 0));
+    let ast = store_ast(st(&[32, 1, 5, 5, 256, 1, 1, 1]), (x * dy).reduce_axis(Ops::Add, &[5, 6, 7]));
+    let k = optimized(&ast, big_gpu());
+    // (the channel axis of 1 is dropped) 8 filters x the 5 taps of a row are a thread's, and the
+    // output rows are shared by a group of 24 threads
+    assert!(k.applied_opts().contains(&opt(Upcast, 2, 5)), "{}", k.describe_opts());
+    assert!(k.applied_opts().contains(&opt(Group, 1, 24)), "{}", k.describe_opts());
+    assert!(k.group_for_reduces() == 1 && k.upcasted() >= 2, "{}", k.describe());
+    // the conformance suite's case of this plan (tests/src/shapes.rs) takes it too
+    let small =
+        optimized(&conv_weight_grad_ast(4, 1, 32, 12, 5), Target { parallelism: 1 << 10, ..big_gpu() });
+    assert!(small.group_for_reduces() == 1 && small.upcasted() >= 2, "{}", small.describe());
+}

@@ -43,6 +43,8 @@ const WHOLE_WINDOW: usize = 8;
 /// A window's reduce axis this short is unrolled whole, a longer one by up to [`UNROLL`].
 const WHOLE_UNROLL: usize = 8;
 const UNROLL: usize = 4;
+/// Most threads of a group sharing a reduce axis, when no tile keeps enough threads alone.
+const MAX_GROUP: usize = 32;
 /// Largest workgroup; an axis this short may be a workgroup dim whole.
 const MAX_WORKGROUP: usize = 128;
 const WHOLE_LOCAL: usize = 16;
@@ -59,13 +61,15 @@ pub(super) fn conv_tile(k: &mut Kernel) -> bool {
     true
 }
 
-/// A tile: `n` filters, `m` window positions, `m2` along the `rows` axis.
+/// A tile: `n` filters, `m` window positions, `m2` along the `rows` axis; with `group`, the
+/// threads of a workgroup share a reduce axis: `(axis, threads)`.
 #[derive(Clone, Copy)]
 struct Tile {
     n: usize,
     m: usize,
     rows: Option<usize>,
     m2: usize,
+    group: Option<(usize, usize)>,
 }
 
 /// The axes of a convolution-shaped kernel before any opt.
@@ -124,6 +128,13 @@ fn divisor(size: usize, want: usize) -> usize {
     if want > 1 { closest.unwrap_or(1) } else { 1 }
 }
 
+impl Tile {
+    /// Outputs a thread keeps.
+    fn size(&self) -> usize {
+        self.n * self.m * self.m2
+    }
+}
+
 impl Plan {
     fn of(k: &Kernel) -> Option<Plan> {
         let (fr, fu) = (k.first_reduce(), k.first_upcast());
@@ -160,34 +171,51 @@ impl Plan {
         })
     }
 
-    /// The first tile of [`TILES`] that keeps `min_threads`: the amounts `n` and `m`, and
-    /// the axis and amount of the third upcast.
+    /// The first tile of [`TILES`] that keeps `min_threads`; failing that, the first that does
+    /// with the fewest threads of a group sharing a reduce axis (a weight gradient of a layer
+    /// with few filters and channels: without the tile every window position reloads the
+    /// output gradient, without the group too few threads run).
     fn tile(&self) -> Option<Tile> {
         let outputs: usize = self.sizes[..self.fr].iter().product();
-        TILES.iter().find_map(|&(n, m, m2)| {
-            let n = divisor(self.sizes[self.n], n);
-            let width = self.sizes[self.window.0];
-            let m = if width <= WHOLE_WINDOW { width } else { divisor(width, m) };
-            // a third upcast on the first axis of `rows` it divides within the tile's bounds
-            let options: Vec<(Option<usize>, usize)> = match m2 {
-                1 => vec![(None, 1)],
-                _ => self
-                    .rows
-                    .iter()
-                    .map(|&o2| (Some(o2), divisor(self.sizes[o2], m2)))
-                    .filter(|r| r.1 > 1)
-                    .collect(),
-            };
-            options.into_iter().find_map(|(rows, m2)| {
-                let tile = n * m * m2;
-                let fits = tile > 1 && tile <= MAX_ACCUMULATORS;
-                (fits && outputs / tile >= self.min_threads).then_some(Tile { n, m, rows, m2 })
-            })
+        let tiles = || TILES.iter().flat_map(|&(n, m, m2)| self.fitting(n, m, m2));
+        if let Some(tile) = tiles().find(|t| outputs / t.size() >= self.min_threads) {
+            return Some(tile);
+        }
+        // a reduce axis other than the window's (that one is unrolled)
+        let axes: Vec<usize> = (self.fr..self.sizes.len()).filter(|&a| a != self.window.1).collect();
+        tiles().find_map(|tile| {
+            let threads = outputs / tile.size();
+            let group = axes.iter().find_map(|&a| {
+                let g = (2..=MAX_GROUP.min(self.sizes[a]))
+                    .find(|&g| self.sizes[a].is_multiple_of(g) && threads * g >= self.min_threads)?;
+                Some((a, g))
+            });
+            group.map(|group| Tile { group: Some(group), ..tile })
         })
     }
 
+    /// The tiles of up to `n` filters, `m` window positions and `m2` rows (each the closest
+    /// divisor of its axis) that fit [`MAX_ACCUMULATORS`].
+    fn fitting(&self, n: usize, m: usize, m2: usize) -> Vec<Tile> {
+        let n = divisor(self.sizes[self.n], n);
+        let width = self.sizes[self.window.0];
+        let m = if width <= WHOLE_WINDOW { width } else { divisor(width, m) };
+        // a third upcast on the first axis of `rows` it divides within the tile's bounds
+        let options: Vec<(Option<usize>, usize)> = match m2 {
+            1 => vec![(None, 1)],
+            _ => self
+                .rows
+                .iter()
+                .map(|&o2| (Some(o2), divisor(self.sizes[o2], m2)))
+                .filter(|r| r.1 > 1)
+                .collect(),
+        };
+        let tiles = options.into_iter().map(|(rows, m2)| Tile { n, m, rows, m2, group: None });
+        tiles.filter(|t| t.size() > 1 && t.size() <= MAX_ACCUMULATORS).collect()
+    }
+
     /// Applies the tile, the unroll of the window's reduce axis and the workgroup.
-    fn apply(&self, k: &mut Kernel, Tile { n, m, rows, m2 }: Tile) -> Option<()> {
+    fn apply(&self, k: &mut Kernel, Tile { n, m, rows, m2, group }: Tile) -> Option<()> {
         // upcasts from the last axis down, so a whole axis leaving shifts none still to come
         let mut upcasts: Vec<(usize, usize)> = vec![(self.n, n), (self.window.0, m)];
         upcasts.extend(rows.map(|o2| (o2, m2)));
@@ -203,6 +231,11 @@ impl Plan {
         let unroll = if span <= WHOLE_UNROLL { span } else { divisor(span, UNROLL) };
         if unroll > 1 {
             k.apply_opt(Opt::new(OptOps::Unroll, r, if unroll == span { 0 } else { unroll })).ok()?;
+        }
+        if let Some((axis, threads)) = group {
+            // reduce axes keep their order; the window's leaves it when unrolled whole
+            let gone = usize::from(unroll == span && self.window.1 < axis);
+            k.apply_opt(Opt::new(OptOps::Group, axis - self.fr - gone, threads)).ok()?;
         }
         // neighbouring window positions on neighbouring threads, then rows, then the rest
         let first: Vec<usize> = std::iter::once(self.window.0).chain(self.rows.iter().copied()).collect();
