@@ -103,8 +103,13 @@ fn gemm(n: usize, width: usize, cache: &BeamCache) -> Result<()> {
     Ok(())
 }
 
-/// Kernel time of one training step: the fastest of `steps` measured steps.
+/// Kernel time of one training step: the fastest of `steps` measured steps, after a second of
+/// steps (an idle GPU's clocks are down: measured cold, an H100's step took 2-5x longer).
 fn step_kernel_time(step: &mut dyn FnMut() -> Result<f32>, steps: usize) -> Result<Duration> {
+    let warm = Instant::now();
+    while warm.elapsed() < Duration::from_secs(1) {
+        step()?;
+    }
     let mut best = Duration::MAX;
     for _ in 0..steps {
         reset_counters();
