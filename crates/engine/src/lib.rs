@@ -23,7 +23,7 @@ mod realized;
 pub mod schedule;
 mod shapes;
 
-pub use buffers::{alloc, download, upload};
+pub use buffers::{alloc, download, is_shared, upload};
 pub use cache::cached_kernels;
 pub use counters::{Counters, counters, reset_counters};
 pub use device::{Backend, CompiledProgram, Created, DeviceBuffer, DeviceName, Graph, Launch, Swap};

@@ -64,7 +64,7 @@ impl Realization {
         let outputs = &self.schedule.outputs;
         let kept: Vec<bool> = outputs
             .iter()
-            .map(|o| o.target || o.existing || o.keys.iter().any(|(k, _)| k.is_alive()))
+            .map(|o| o.targets > 0 || o.existing || o.keys.iter().any(|(k, _)| k.is_alive()))
             .collect();
         let fresh: UOpSet = outputs.iter().filter(|o| !o.existing).map(|o| o.buffer.clone()).collect();
         let scratch: UOpSet =
@@ -89,12 +89,22 @@ impl Realization {
                 continue;
             }
             buffers::bind(&o.buffer, memory[&o.buffer].clone());
+            // a new buffer with more than one holder is shared (an assign's target keeps its
+            // owner: who holds the assign holds that tensor's value)
+            if !o.existing && o.targets > 1 {
+                buffers::share(&o.buffer);
+            }
             for (key, shape) in &o.keys {
                 let Some(key) = key.upgrade() else { continue };
                 let stale = !o.existing && realized::buffers_read(&key).iter().any(|b| written.contains(b));
-                if !stale {
-                    realized::register(&key, reshape(&o.buffer, shape));
+                if stale {
+                    continue;
                 }
+                // marked before it is recorded: no other holder can take it unmarked
+                if !o.existing {
+                    buffers::share(&o.buffer);
+                }
+                realized::register(&key, reshape(&o.buffer, shape));
             }
         }
         Ok(plan)

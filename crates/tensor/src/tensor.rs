@@ -184,7 +184,8 @@ impl Tensor {
 
     /// Writes `value` (same shape, dtype and device) into this tensor's buffer; the tensor
     /// then holds it (realized with the next schedule). A tensor not in a buffer of its own
-    /// is realized into one first.
+    /// (a lazy value, a view, or a buffer shared with tensors of an equal graph) is realized
+    /// into one first.
     pub fn assign(&self, value: &Tensor) -> Result<&Tensor> {
         let same = value.shape() == self.shape() && value.dtype() == self.dtype();
         if !same || value.device() != self.device() {
@@ -198,9 +199,11 @@ impl Tensor {
     }
 
     /// Realizes this tensor into a buffer of its own unless it has one: a buffer no equal graph
-    /// shares, so writing it in place (assign, training) changes no other tensor.
+    /// shares, so writing it in place (assign, training) changes no other tensor. A buffer
+    /// realized for a graph that other tensors also held (on any thread) is shared with them
+    /// ([`wgrad_engine::is_shared`]), and so is copied first.
     pub(crate) fn own_buffer(&self) -> Result<()> {
-        if self.buffer().is_none() {
+        if self.buffer().is_none_or(|b| wgrad_engine::is_shared(&b)) {
             let own = self.with(lazy::unique_contiguous(&self.uop()), self.shape().to_vec());
             own.realize()?;
             self.set_uop(own.uop());

@@ -89,3 +89,76 @@ fn one_tensor_read_from_many_threads() {
         assert_eq!(sums, [0.0, 499_500.0, 999_000.0, 1_498_500.0], "{device}");
     }
 }
+
+#[test]
+fn an_optimizer_shares_no_state_with_an_equal_graph_on_another_thread() {
+    for device in common::devices() {
+        // the interleaving of the race: another thread holds graphs equal to the optimizer's
+        // fresh state (zero momentum, the learning rate) while the optimizer realizes it, and
+        // realizes them before the optimizer writes that state
+        let turn = std::sync::Barrier::new(2);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                with_default_device(&device, || {
+                    let zeros = Tensor::zeros(&[2], wgrad_tensor::DType::F32).unwrap().contiguous();
+                    let lr = Tensor::full(&[], 0.5f32).unwrap().contiguous();
+                    turn.wait(); // the optimizer is made
+                    turn.wait();
+                    Tensor::realize_all(&[&zeros, &lr]).unwrap();
+                    turn.wait(); // it steps
+                    turn.wait();
+                    assert_eq!(zeros.to_vec::<f32>().unwrap(), [0.0, 0.0], "{device}: the momentum leaked");
+                    assert_eq!(lr.item::<f32>().unwrap(), 0.5, "{device}: the learning rate leaked");
+                })
+            });
+            with_default_device(&device, || {
+                let p = Tensor::from_slice(&[1.0f32, -2.0], &[2]).unwrap();
+                p.set_requires_grad(true).unwrap();
+                turn.wait();
+                let mut opt = Sgd::new(vec![p.clone()], 0.5, 0.9, 0.0, false).unwrap();
+                turn.wait();
+                turn.wait();
+                for _ in 0..2 {
+                    opt.zero_grad();
+                    p.square().sum(&[], false).unwrap().backward().unwrap();
+                    opt.step().unwrap();
+                }
+                opt.set_lr(0.25).unwrap();
+                turn.wait();
+                // g = 2p = b, p -= 0.5 b gives 0; then g = 0, b = 0.9 b, p -= 0.5 b
+                assert_eq!(p.to_vec::<f32>().unwrap(), [-0.9, 1.8], "{device}");
+            });
+        });
+    }
+}
+
+#[test]
+fn tensors_of_one_graph_realized_apart_are_written_apart() {
+    for device in common::devices() {
+        with_default_device(&device, || {
+            // both hold one graph node; realizing the first hands its buffer to the second
+            let zeros = || Tensor::zeros(&[3], wgrad_tensor::DType::F32).unwrap().contiguous();
+            let (a, b) = (zeros(), zeros());
+            a.realize().unwrap();
+            b.realize().unwrap();
+            a.assign(&a.add(1.0).unwrap()).unwrap().realize().unwrap();
+            assert_eq!(a.to_vec::<f32>().unwrap(), [1.0; 3], "{device}");
+            assert_eq!(b.to_vec::<f32>().unwrap(), [0.0; 3], "{device}: writing one changed the other");
+            // and autograd tells two such tensors apart
+            let (c, d) = (zeros(), zeros());
+            Tensor::realize_all(&[&c, &d]).unwrap();
+            c.set_requires_grad(true).unwrap();
+            d.set_requires_grad(true).unwrap();
+            c.mul(2.0)
+                .unwrap()
+                .add(d.mul(3.0).unwrap())
+                .unwrap()
+                .sum(&[], false)
+                .unwrap()
+                .backward()
+                .unwrap();
+            assert_eq!(c.grad().unwrap().to_vec::<f32>().unwrap(), [2.0; 3], "{device}");
+            assert_eq!(d.grad().unwrap().to_vec::<f32>().unwrap(), [3.0; 3], "{device}");
+        });
+    }
+}

@@ -56,8 +56,9 @@ pub(crate) struct Output {
     pub buffer: UOp,
     /// The lazy nodes computed into it, each with its shape.
     pub keys: Vec<(WeakUOp, Vec<usize>)>,
-    /// Whether a target's result lives in it.
-    pub target: bool,
+    /// How many targets' results live in it (a node given twice, or through a reshape, is
+    /// one buffer with two holders).
+    pub targets: usize,
     /// Whether it existed before (an assign's target).
     pub existing: bool,
 }
@@ -139,7 +140,7 @@ pub(crate) struct Template {
 struct TemplateOutput {
     buffer: Buf,
     keys: Vec<(usize, Vec<usize>)>,
-    target: bool,
+    targets: usize,
     existing: bool,
 }
 
@@ -170,7 +171,7 @@ fn template(sink: &UOp, normal: &Normalized, max_buffers: usize) -> Result<Templ
         }
         let keys = converted.origins.get(root).into_iter().flatten();
         let keys = keys.map(|k| (position[k], shapes.of(k).to_vec())).collect();
-        outputs.push(TemplateOutput { buffer: bufs[&buffer], keys, target: false, existing });
+        outputs.push(TemplateOutput { buffer: bufs[&buffer], keys, targets: 0, existing });
         buffers.insert(root.clone(), buffer);
     }
     let buf = |b: &UOp| {
@@ -190,7 +191,7 @@ fn template(sink: &UOp, normal: &Normalized, max_buffers: usize) -> Result<Templ
     for c in sink.src() {
         let realized = realized_target(c, &mut shapes);
         if let Some(i) = realized.as_ref().and_then(|r| topo.iter().position(|u| u == r)) {
-            outputs[i].target = true;
+            outputs[i].targets += 1;
         }
         results.push(match realized {
             Some(r) => Some((buf(&buffers[&r])?, shapes.of(c).to_vec())),
@@ -249,7 +250,7 @@ fn instantiate(
                         .map(|h| (h.downgrade(), shape.clone()))
                 })
                 .collect();
-            Output { buffer: real(&o.buffer), keys, target: o.target, existing: o.existing }
+            Output { buffer: real(&o.buffer), keys, targets: o.targets, existing: o.existing }
         })
         .collect();
     let results = t

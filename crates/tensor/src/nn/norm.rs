@@ -47,7 +47,8 @@ impl BatchNorm {
     /// running statistics.
     pub fn new(channels: usize) -> Result<BatchNorm> {
         let (weight, bias) = affine(&[channels])?;
-        let stat = |t: Tensor| t.contiguous().realize().cloned();
+        // running statistics are written in place: each in a buffer of its own
+        let stat = |t: Tensor| t.own_buffer().map(|()| t);
         Ok(BatchNorm {
             weight,
             bias,

@@ -90,9 +90,12 @@ fn scalar(value: f64, device: &DeviceName) -> Tensor {
     Tensor::constant(&[], ConstValue::Float(value), DType::F32, device)
 }
 
-/// `t` in a buffer of its own, realized: optimizer state, written with `assign`.
+/// `t` realized in a buffer of its own: optimizer state, written with `assign` (an equal
+/// graph realized at the same time, such as another optimizer's state on another thread,
+/// gets a buffer of its own too).
 fn state(t: Tensor) -> Result<Tensor> {
-    t.contiguous().realize().cloned()
+    t.own_buffer()?;
+    Ok(t)
 }
 
 /// An optimizer: [`Optimizer::step`] after `backward`, then [`Optimizer::zero_grad`].
