@@ -12,8 +12,9 @@
 //! - ALU ops, `CAST`, `BITCAST`: elementwise over sources of one shape.
 //! - `REDUCE_AXIS(x)` arg `ReduceAxis(op, axes)`: reduced axes kept with size 1.
 //! - `CONTIGUOUS(x)`: `x` in a buffer of its own; `DETACH(x)`: `x`, but no gradient flows
-//!   through; `CONTIGUOUS_BACKWARD(x)`: `x`, its gradient realized; `COPY(x, DEVICE)`: `x` on another device; `ASSIGN(target, value)`: `value`
-//!   written into the realized buffer `target`, whose contents it then is.
+//!   through; `CONTIGUOUS_BACKWARD(x)`: `x`, its gradient realized; `COPY(x, DEVICE)`: `x` on another device; `ASSIGN(target, value)` arg
+//!   `Int(tag)`: `value` written into the realized buffer `target`, whose contents it then
+//!   is; the tag (also on a `CONTIGUOUS` that must stay apart) makes each one distinct.
 //!
 //! The builders do not check their arguments: the tensor front end validates shapes, axes
 //! and dtypes first and reports typed errors; the scheduler trusts the graph.
@@ -94,13 +95,18 @@ pub fn contiguous(x: &UOp) -> UOp {
     UOp::new(Ops::Contiguous, x.dtype(), [x.clone()], Arg::None)
 }
 
+/// An argument no other node has: it keeps a node apart from every equal one, which
+/// hash-consing would otherwise make the same node.
+fn unique_tag() -> Arg {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    Arg::Int(i64::try_from(NEXT.fetch_add(1, Ordering::Relaxed)).unwrap_or(i64::MAX))
+}
+
 /// `x` in a buffer no other graph shares: every call makes a distinct node, so realizing it
 /// never hands back the buffer of an equal graph realized before (what a tensor that is
 /// assigned in place or trained needs: two models built from one seed must not share weights).
 pub fn unique_contiguous(x: &UOp) -> UOp {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let tag = i64::try_from(NEXT.fetch_add(1, Ordering::Relaxed)).unwrap_or(i64::MAX);
-    UOp::new(Ops::Contiguous, x.dtype(), [x.clone()], Arg::Int(tag))
+    UOp::new(Ops::Contiguous, x.dtype(), [x.clone()], unique_tag())
 }
 
 /// `x` with no gradient flowing through.
@@ -118,9 +124,11 @@ pub fn copy(x: &UOp, device: &DeviceName) -> UOp {
     UOp::new(Ops::Copy, x.dtype(), [x.clone(), self::device(device)], Arg::None)
 }
 
-/// `value` written into the realized buffer `target`.
+/// `value` written into the realized buffer `target`. Every call is a distinct node: a write
+/// is an event, so a second assign of an equal graph (the next step of a loop, whose inputs
+/// are the same buffers) must run again even while the node of the first one lives.
 pub fn assign(target: &UOp, value: &UOp) -> UOp {
-    UOp::new(Ops::Assign, target.dtype(), [target.clone(), value.clone()], Arg::None)
+    UOp::new(Ops::Assign, target.dtype(), [target.clone(), value.clone()], unique_tag())
 }
 
 /// The axis flags of a `FLIP`.

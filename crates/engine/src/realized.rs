@@ -5,18 +5,23 @@
 //! Invariants: an entry lives as long as its key node, and no longer than the contents of the
 //! buffers the key's graph reads: an assign to one of them forgets it (the same expression
 //! built again reads the new contents); the value keeps the buffer (and so its memory) alive
-//! that long.
+//! that long. An assign's entry is the exception: it lives as long as its node, whatever is
+//! written later (its holders read the target buffer as it is, as tinygrad's `becomes_map`
+//! leaves them; forgetting it would run the write again). Assigns are distinct nodes
+//! (`lazy::assign`), so a later assign never finds an earlier one's entry.
 
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
 
 use wgrad_ops::{FxBuild, Ops, UOp, UOpMap, WeakUOp};
 
-/// One result: the key node (weakly), its value, and the buffers its graph reads.
+/// One result: the key node (weakly), its value, and the buffers its graph reads (none for an
+/// assign: its entry outlives every write).
 struct Entry {
     key: WeakUOp,
     value: UOp,
     reads: Vec<UOp>,
+    write: bool,
 }
 
 #[derive(Default)]
@@ -45,21 +50,23 @@ fn table() -> MutexGuard<'static, Table> {
 /// Records that `key`'s value is `value` (a `RESHAPE(BUFFER)`) for as long as `key` lives
 /// and the buffers it reads keep their contents.
 pub(crate) fn register(key: &UOp, value: UOp) {
-    let reads = buffers_read(key);
+    let write = key.op() == Ops::Assign;
+    let reads = if write { vec![] } else { buffers_read(key) };
     let mut t = table();
     let entries = t.entries.entry(key.structural_hash()).or_default();
     entries.retain(|e| e.key.upgrade().is_some_and(|k| k != *key));
-    entries.push(Entry { key: key.downgrade(), value, reads });
+    entries.push(Entry { key: key.downgrade(), value, reads, write });
 }
 
 /// Forgets every result computed from the old contents of `written` (buffers an assign just
-/// wrote), and every result held in one of them (it holds the assigned value now).
+/// wrote), and every result held in one of them (it holds the assigned value now); assigns'
+/// results stay.
 pub(crate) fn forget_readers(written: &[UOp]) {
     if written.is_empty() {
         return;
     }
     table().entries.retain(|_, v| {
-        v.retain(|e| !e.reads.iter().chain(&buffers_read(&e.value)).any(|b| written.contains(b)));
+        v.retain(|e| e.write || !e.reads.iter().chain(&buffers_read(&e.value)).any(|b| written.contains(b)));
         !v.is_empty()
     });
 }

@@ -64,8 +64,10 @@ fn loops_reuse_schedules_kernels_buffers_and_bind_groups() {
                 hits.push(counters().schedule_cache_hits);
                 compiled.push(wgrad_engine::cached_kernels());
             }
+            // after the first step both schedules of a step hit: the update (whose assigns are
+            // new nodes every step) and the loss's readback
             let per_step: Vec<u64> = hits.windows(2).map(|w| w[1] - w[0]).collect();
-            assert!(per_step[1] > 0 && per_step.windows(2).all(|w| w[0] == w[1]), "{device}: hits {hits:?}");
+            assert!(per_step[1..].iter().all(|&n| n == 2), "{device}: hits {hits:?}");
             assert!(compiled.windows(2).skip(1).all(|w| w[0] == w[1]), "{device}: no kernel compiled again");
             let buffers = created().0;
             for i in 0..10 {

@@ -1,8 +1,9 @@
 //! The schedule cache (tinygrad's `schedule_cache`): graphs equal up to their buffers share
 //! one schedule. A graph's key lists its nodes in walk order, each as (op, dtype, argument,
 //! positions of its sources), a `BUFFER`'s number replaced by its position among the graph's
-//! buffers; a cached [`Template`] names buffers and lazy nodes by those positions, so it is
-//! instantiated for any graph with the same key.
+//! buffers and the tag that keeps an `ASSIGN` or `CONTIGUOUS` apart by [`TAG`] (distinct nodes
+//! stay distinct positions); a cached [`Template`] names buffers and lazy nodes by those
+//! positions, so it is instantiated for any graph with the same key.
 //!
 //! Invariants:
 //! - Scheduling reads nothing but the graph's structure (the realized table is applied
@@ -23,6 +24,10 @@ use crate::counters::count_schedule_hit;
 
 /// Templates kept before the cache starts over.
 const CAPACITY: usize = 512;
+
+/// What a node's unique tag is in a key: every step of a loop assigns with a new tag, and
+/// scheduling never reads it.
+const TAG: Arg = Arg::Int(-1);
 
 /// One node of a key.
 #[derive(PartialEq, Eq, Hash)]
@@ -78,6 +83,7 @@ pub(crate) fn normalize(sink: &UOp, max_buffers: usize) -> Normalized {
                 buffers.push(u.clone());
                 Arg::Buffer { num: buffers.len() as u64 - 1, size: *size }
             }
+            Arg::Int(_) if matches!(u.op(), Ops::Assign | Ops::Contiguous) => TAG,
             arg => arg.clone(),
         };
         let src = u.src().iter().map(|s| position[s]).collect();
