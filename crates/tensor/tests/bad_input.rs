@@ -11,7 +11,9 @@ use wgrad_tensor::datasets::mnist::{MnistError, read_idx};
 use wgrad_tensor::nn::{Linear, Module};
 use wgrad_tensor::nn::{safe_load, safe_save};
 use wgrad_tensor::optim::{Adam, Optimizer, Sgd};
-use wgrad_tensor::{ConvOpts, DType, DeviceName, Index, Result, Tensor, TensorError, with_default_device};
+use wgrad_tensor::{
+    ConvOpts, DType, DeviceName, Index, JitError, Result, Tensor, TensorError, TinyJit, with_default_device,
+};
 
 /// Runs `case` with tensors created on each device in turn.
 fn on_each_device(case: impl Fn()) {
@@ -480,6 +482,127 @@ case!(state_dict_with_a_missing_key_or_wrong_shape, {
     let mut state = layer.state_dict();
     state.insert("weight".into(), t(&[3, 2]));
     refused!(layer.load_state_dict(&state), TensorError::StateShape { .. }, "`weight`", "(2, 3)", "(3, 2)");
+});
+
+// ---- TinyJit called with the wrong inputs: every call (eager, capturing or replaying) is
+// checked against the first call's count, shapes, dtypes and devices before anything runs
+
+/// `x * 2 + y.sum()` jitted and called `calls` times with a `(3)` and a `(4)` float32 input:
+/// once (the next call captures) or three times (the next call replays).
+fn jitted(calls: usize) -> TinyJit<impl FnMut(&[Tensor]) -> Result<Vec<Tensor>>> {
+    let mut jit = TinyJit::new(|xy: &[Tensor]| Ok(vec![xy[0].mul(2.0)?.add(xy[1].sum(&[], false)?)?]));
+    for _ in 0..calls {
+        jit.call(&[&t(&[3]), &t(&[4])]).unwrap();
+    }
+    jit
+}
+
+/// The other device than the default one, where it opens.
+fn other_device() -> Option<DeviceName> {
+    let here = Tensor::default_device().unwrap();
+    common::devices().into_iter().find(|d| *d != here)
+}
+
+case!(jit_called_with_another_number_of_inputs, {
+    for calls in [1, 3] {
+        let mut jit = jitted(calls);
+        refused!(
+            jit.call(&[&t(&[3])]),
+            TensorError::Jit(JitError::InputCount { expected: 2, got: 1 }),
+            "2 input tensors",
+            "now with 1"
+        );
+        refused!(
+            jit.call(&[&t(&[3]), &t(&[4]), &t(&[1])]),
+            TensorError::Jit(JitError::InputCount { expected: 2, got: 3 }),
+            "now with 3"
+        );
+    }
+});
+
+case!(jit_input_of_another_shape, {
+    for calls in [1, 3] {
+        let mut jit = jitted(calls);
+        refused!(
+            jit.call(&[&t(&[3]), &t(&[5])]),
+            TensorError::Jit(JitError::InputMismatch { index: 1, .. }),
+            "jit input 1",
+            "expected (4) float32",
+            "got (5) float32"
+        );
+        refused!(
+            jit.call(&[&t(&[3, 1]), &t(&[4])]),
+            TensorError::Jit(JitError::InputMismatch { index: 0, .. }),
+            "jit input 0",
+            "got (3, 1) float32"
+        );
+    }
+});
+
+case!(jit_input_of_another_dtype, {
+    for calls in [1, 3] {
+        let mut jit = jitted(calls);
+        refused!(
+            jit.call(&[&ints(&[1, 2, 3], &[3]), &t(&[4])]),
+            TensorError::Jit(JitError::InputMismatch { index: 0, .. }),
+            "jit input 0",
+            "expected (3) float32",
+            "got (3) int32"
+        );
+        refused!(
+            jit.call(&[&t(&[3]), &t(&[4]).cast(DType::F16)]),
+            TensorError::Jit(JitError::InputMismatch { index: 1, .. }),
+            "got (4) float16"
+        );
+    }
+});
+
+case!(jit_input_on_another_device, {
+    let Some(other) = other_device() else { return };
+    let here = Tensor::default_device().unwrap().to_string();
+    for calls in [1, 3] {
+        let mut jit = jitted(calls);
+        let there = with_default_device(&other, || t(&[4]));
+        refused!(
+            jit.call(&[&t(&[3]), &there]),
+            TensorError::Jit(JitError::InputMismatch { index: 1, .. }),
+            "jit input 1",
+            &format!("float32 on {here}, got"),
+            &format!("float32 on {other}")
+        );
+    }
+});
+
+case!(jit_input_given_twice, {
+    let mut jit = TinyJit::new(|xs: &[Tensor]| Ok(vec![xs[0].add(&xs[1])?]));
+    let x = t(&[3]);
+    refused!(
+        jit.call(&[&x, &x]),
+        TensorError::Jit(JitError::DuplicateInput { first: 0, second: 1 }),
+        "jit inputs 0 and 1",
+        "same buffer"
+    );
+    // a clone is a handle on the same buffer
+    refused!(jit.call(&[&x, &x.clone()]), TensorError::Jit(JitError::DuplicateInput { .. }), "same buffer");
+});
+
+case!(jit_that_runs_nothing, {
+    let mut jit = TinyJit::new(|xs: &[Tensor]| Ok(vec![xs[0].clone()]));
+    jit.call(&[&t(&[3])]).unwrap();
+    refused!(jit.call(&[&t(&[3])]), TensorError::Jit(JitError::NothingCaptured), "nothing to capture");
+});
+
+case!(jit_after_wrong_inputs_still_computes, {
+    for calls in [1, 3] {
+        let mut jit = jitted(calls);
+        let bad = [jit.call(&[&t(&[3])]).is_err(), jit.call(&[&t(&[3]), &t(&[5])]).is_err()];
+        assert_eq!(bad, [true, true]);
+        for _ in 0..3 {
+            let y = jit.call(&[&t(&[3]), &t(&[4])]).unwrap();
+            assert_eq!(y[0].to_vec::<f32>().unwrap(), [6.0, 8.0, 10.0]);
+        }
+        assert_eq!(jit.calls(), calls + 3, "bad calls are not counted");
+    }
 });
 
 // ---- devices
