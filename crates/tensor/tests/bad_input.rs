@@ -392,6 +392,38 @@ case!(one_hot_of_floats, {
     refused!(t(&[3]).one_hot(4), TensorError::DType { .. }, "(3,) float32");
 });
 
+// ---- integers at their limits: min is the max of the values in reverse order (`!x`), which
+// cannot overflow as `-max(-x)` does at i32::MIN
+
+case!(min_and_max_of_ints_at_their_limits, {
+    let x = ints(&[i32::MAX, 0, i32::MIN, -1, 1], &[5]);
+    assert_eq!(x.min(&[0], false).unwrap().item::<i32>().unwrap(), i32::MIN);
+    assert_eq!(x.max(&[0], false).unwrap().item::<i32>().unwrap(), i32::MAX);
+    let y = ints(&[i32::MIN, i32::MIN, i32::MAX, 5, -5], &[5]);
+    assert_eq!(x.minimum(&y).unwrap().to_vec::<i32>().unwrap(), [i32::MIN, i32::MIN, i32::MIN, -1, -5]);
+    assert_eq!(x.maximum(&y).unwrap().to_vec::<i32>().unwrap(), [i32::MAX, 0, i32::MAX, 5, 1]);
+    assert_eq!(x.argmin(0, false).unwrap().item::<i32>().unwrap(), 2);
+    let rows = ints(&[i32::MIN, i32::MAX, 7, i32::MIN], &[2, 2]);
+    assert_eq!(rows.min(&[1], false).unwrap().to_vec::<i32>().unwrap(), [i32::MIN, i32::MIN]);
+    assert_eq!(rows.min(&[0], false).unwrap().to_vec::<i32>().unwrap(), [i32::MIN, i32::MIN]);
+    let empty = Tensor::from_slice(&[0i32; 0], &[0]).unwrap();
+    assert_eq!(empty.min(&[0], false).unwrap().item::<i32>().unwrap(), i32::MAX, "min's identity");
+});
+
+case!(min_of_unsigned_and_bools, {
+    // unsigned `-x` wraps (-5 is 251 in uint8), so -max(-x) was 5 here, not 0
+    let u = Tensor::from_slice(&[0u8, 5, 255], &[3]).unwrap();
+    assert_eq!(u.min(&[0], false).unwrap().item::<u8>().unwrap(), 0);
+    assert_eq!(u.max(&[0], false).unwrap().item::<u8>().unwrap(), 255);
+    let v = Tensor::from_slice(&[3u8, 0, 200], &[3]).unwrap();
+    assert_eq!(u.minimum(&v).unwrap().to_vec::<u8>().unwrap(), [0, 0, 200]);
+    let empty = Tensor::from_slice(&[0u8; 0], &[0]).unwrap();
+    assert_eq!(empty.min(&[0], false).unwrap().item::<u8>().unwrap(), 255, "min's identity");
+    let b = Tensor::from_slice(&[true, false, true, true], &[2, 2]).unwrap();
+    assert_eq!(b.min(&[1], false).unwrap().to_vec::<bool>().unwrap(), [false, true]);
+    assert_eq!(b.max(&[1], false).unwrap().to_vec::<bool>().unwrap(), [true, true]);
+});
+
 // ---- integer division by zero: defined results, as WGSL and the interpreter define them
 
 case!(integer_division_by_zero_is_defined, {
