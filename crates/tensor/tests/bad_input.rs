@@ -392,6 +392,16 @@ case!(one_hot_of_floats, {
     refused!(t(&[3]).one_hot(4), TensorError::DType { .. }, "(3,) float32");
 });
 
+case!(x_minus_x_of_infinities_and_nan_is_nan, {
+    // IEEE: inf - inf is NaN; a device compiler allowed to assume finite values folds x - x to 0
+    let x = Tensor::from_slice(&[1.5f32, f32::INFINITY, f32::NEG_INFINITY, f32::NAN], &[4]).unwrap();
+    let d = x.sub(&x).unwrap().to_vec::<f32>().unwrap();
+    assert!(d[0] == 0.0 && d[1..].iter().all(|v| v.is_nan()), "{d:?}");
+    let h = x.cast(DType::F16);
+    let d = h.sub(&h).unwrap().cast(DType::F32).to_vec::<f32>().unwrap();
+    assert!(d[0] == 0.0 && d[1..].iter().all(|v| v.is_nan()), "float16: {d:?}");
+});
+
 // ---- integers at their limits: min is the max of the values in reverse order (`!x`), which
 // cannot overflow as `-max(-x)` does at i32::MIN
 
