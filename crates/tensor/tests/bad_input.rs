@@ -174,6 +174,18 @@ case!(an_allocation_too_large_is_out_of_memory, {
     assert_eq!((&small * 3.0).to_vec::<f32>().unwrap(), [3.0, 6.0], "the device is still usable");
 });
 
+case!(a_loop_past_int32_is_refused, {
+    // kernel indices are int32; 2^31 + 11 is prime, so the engine cannot split this sum into
+    // shorter loops (it does for 2^31 + 7 = 131 * 16393005) and codegen refuses its bound
+    let n = (1usize << 31) + 11;
+    let err = Tensor::ones(&[n], DType::U8).unwrap().sum(&[], false).unwrap().item::<u32>().unwrap_err();
+    assert!(matches!(err, TensorError::Engine(EngineError::Codegen { .. })), "{err:?}");
+    let message = err.to_string();
+    assert!(message.contains("2147483659") && message.contains("int32"), "{message}");
+    let small = Tensor::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+    assert_eq!((&small * 3.0).to_vec::<f32>().unwrap(), [3.0, 6.0], "the device is still usable");
+});
+
 // ---- shape mismatches
 
 fn ints(values: &[i32], shape: &[usize]) -> Tensor {
