@@ -2,9 +2,12 @@
 //! interpreter, forward and backward, and the minimized reproducers of every bug it found, as
 //! regression tests. `cargo xtask fuzz --graphs 10000` is the long run.
 
-use wgrad_conformance::graph_fuzz::{Config, Op, Program, assert_agree, fuzz};
+use wgrad_conformance::graph_fuzz::{
+    Binary, Config, GPU, Idx, Op, Outcome, Program, Reduce, Run, Unary, Verdict, assert_agree, compare, fuzz,
+    run, run_with_noise, verdict,
+};
 use wgrad_conformance::wgpu_device;
-use wgrad_tensor::DType;
+use wgrad_tensor::{DType, DeviceName};
 
 #[test]
 fn two_hundred_random_programs_agree() {
@@ -34,4 +37,129 @@ fn fuzz_pad_then_expand_gradient() {
         ],
     };
     assert_agree(&program);
+}
+
+/// Seed 885 (lavapipe and the H200): the gradient of `sqrt(|x - x|)` is NaN, as in PyTorch
+/// (sqrt's gradient at 0 is inf, abs's is sign(0) = 0, and inf * 0 is NaN). wgpu gave 0: the
+/// device compiler folded the gradient's `g + g * -1` to 0, which WGSL lets it do by assuming
+/// values are finite; the renderer now computes `x - x` from the exponent bits.
+#[test]
+fn fuzz_gradient_of_sqrt_abs_of_x_minus_x_is_nan() {
+    if wgpu_device().is_none() {
+        return;
+    }
+    let program = Program {
+        steps: vec![
+            Op::Input { shape: vec![5], dtype: DType::F32, seed: 3271443634955, grad: true }, // v0
+            Op::Binary(Binary::Sub, 0, 0),                                                    // v1
+            Op::Unary(Unary::SqrtAbs, 1),                                                     // v2
+        ],
+    };
+    assert_agree(&program);
+    let Run::Done(gpu) = run(&program, &GPU) else { panic!("the program runs") };
+    assert!(gpu.grads[0].iter().all(|g| g.is_nan()), "{:?}", gpu.grads);
+}
+
+/// Seed 1321 (H200): `log(|cumsum(x / (|x| + 1))| + 1)` whose cumsum cancels to exactly 0 on
+/// the interpreter (`a + -a`) and to about 1e-8 where the device rounds the division or fuses a
+/// multiply-add. abs's gradient jumps from 0 to ±1 there. Every device that rounds a few ulp
+/// differently (the interpreter under rounding noise) is accepted as rounding-sensitive; a wrong
+/// number where rounding cannot reach is still a mismatch.
+#[test]
+fn fuzz_gradient_at_a_cancellation_is_rounding_sensitive() {
+    let program = Program {
+        steps: vec![
+            Op::Input { shape: vec![5, 5, 4], dtype: DType::F32, seed: 77796347968127, grad: true }, // v0
+            Op::Binary(Binary::DivSafe, 0, 0),                                                       // v1
+            Op::Cumsum(1, -1),                                                                       // v2
+            Op::Unary(Unary::LogAbs1, 2),                                                            // v3
+            Op::Get(3, vec![Idx::Slice(Some(0), None, Some(2))]),                                    // v4
+        ],
+    };
+    let want = run(&program, &DeviceName::Cpu);
+    let mut differed = 0;
+    for seed in 100..110 {
+        let other = run_with_noise(&program, &DeviceName::Cpu, Some(seed));
+        let v = verdict(&program, &other, &want);
+        assert!(matches!(v, Verdict::Agree | Verdict::Sensitive(_)), "noise {seed}: {v:?}");
+        differed += usize::from(matches!(v, Verdict::Sensitive(_)));
+    }
+    assert!(differed > 0, "some rounding moves the gradient past the plain tolerance");
+    let Run::Done(mut wrong) = want.clone() else { panic!("the program runs") };
+    wrong.grads[0][0] += 1e-2;
+    let v = verdict(&program, &Run::Done(wrong), &want);
+    assert!(matches!(&v, Verdict::Mismatch(d) if d.starts_with("gradient 0[0]")), "{v:?}");
+}
+
+/// Seeds 576 and 2642 (H200): half-precision cumsums of a division and of a softmax, whose
+/// values near 0 differ by a few f16 ulp of the partial sums. A program that depends on a half
+/// value is compared at tinygrad's half tolerance (atol = rtol = 1e-2), forward and backward.
+#[test]
+fn half_programs_are_compared_at_half_tolerance() {
+    let o =
+        |values: Vec<f64>, half| Outcome { shape: vec![2], dtype: DType::F32, values, grads: vec![], half };
+    assert!(compare(&o(vec![1.0, 0.004], true), &o(vec![1.0, -0.001], true), None).is_none());
+    assert!(compare(&o(vec![1.0, 0.004], false), &o(vec![1.0, -0.001], false), None).is_some());
+    assert!(compare(&o(vec![1.0, 0.02], true), &o(vec![1.0, 0.0], true), None).is_some());
+    if wgpu_device().is_none() {
+        return;
+    }
+    let programs = [
+        vec![
+            Op::Input { shape: vec![5, 3, 4, 1], dtype: DType::BOOL, seed: 96876563980355, grad: false }, // v0
+            Op::Input { shape: vec![5, 5], dtype: DType::F16, seed: 25139977097432, grad: true }, // v1
+            Op::Where(1, 1, 1),                                                                   // v2
+            Op::Binary(Binary::DivSafe, 2, 1),                                                    // v3
+            Op::Cumsum(3, 0),                                                                     // v4
+        ],
+        vec![
+            Op::Input { shape: vec![5, 5], dtype: DType::F16, seed: 133827839082629, grad: true }, // v0
+            Op::Input { shape: vec![5, 5, 1], dtype: DType::I32, seed: 239070038533613, grad: false }, // v1
+            Op::Binary(Binary::Mul, 1, 0),                                                         // v2
+            Op::Reduce(Reduce::Mean, 2, vec![1], false),                                           // v3
+            Op::Softmax(3, 0),                                                                     // v4
+            Op::Cumsum(4, 1),                                                                      // v5
+            Op::Reshape(5, vec![25, 1]),                                                           // v6
+        ],
+    ];
+    for steps in programs {
+        assert_agree(&Program { steps });
+    }
+}
+
+/// Seeds 1269, 1515, 1517 and 1636 (H200 only): int32 `min` reductions. `min` was `-max(-x)`,
+/// whose max starts from `i32::MIN`, and `-i32::MIN` overflows (a compiler that assumes no
+/// signed overflow may move the negations through the max); it is `!max(!x)` now, which cannot
+/// overflow (the catalogue checks `i32::MIN`/`i32::MAX` and unsigned values too).
+#[test]
+fn fuzz_int_min_reductions() {
+    if wgpu_device().is_none() {
+        return;
+    }
+    let programs = [
+        vec![
+            Op::Input { shape: vec![4, 4, 1], dtype: DType::I32, seed: 36974116251649, grad: false }, // v0
+            Op::Binary(Binary::Maximum, 0, 0),                                                        // v1
+            Op::Reduce(Reduce::Min, 1, vec![1, 2], true),                                             // v2
+        ],
+        vec![
+            Op::Input { shape: vec![1, 4, 2], dtype: DType::I32, seed: 173603309655588, grad: false }, // v0
+            Op::Unary(Unary::Square, 0),                                                               // v1
+            Op::Flip(1, vec![1, 2]),                                                                   // v2
+            Op::Reduce(Reduce::Min, 2, vec![], true),                                                  // v3
+        ],
+        vec![
+            Op::Input { shape: vec![4, 1], dtype: DType::I32, seed: 179430661194361, grad: false }, // v0
+            Op::Reduce(Reduce::Min, 0, vec![0, 1], false),                                          // v1
+            Op::Expand(1, vec![3]),                                                                 // v2
+        ],
+        vec![
+            Op::Input { shape: vec![3], dtype: DType::I32, seed: 98314219788275, grad: false }, // v0
+            Op::Binary(Binary::Mul, 0, 0),                                                      // v1
+            Op::Reduce(Reduce::Min, 1, vec![], true),                                           // v2
+        ],
+    ];
+    for steps in programs {
+        assert_agree(&Program { steps });
+    }
 }

@@ -51,10 +51,24 @@ pub enum LowerError {
         /// The op found.
         op: String,
     },
+    /// An index the kernel would compute can leave `int32`, the index type of WGSL and of the
+    /// interpreter (`i64` is no portable WGSL type): refused rather than wrapped.
+    #[error(
+        "{what} reaches index {reach}, past int32's {max}: kernel indices are 32-bit, so a \
+         tensor indexed past 2^31 elements must be split into smaller ones",
+        max = i32::MAX
+    )]
+    IndexOverflow {
+        /// The bound or view, with its shape.
+        what: String,
+        /// The largest magnitude it can reach.
+        reach: i128,
+    },
 }
 
 /// Lowers an optimised kernel to the lowered graph: a `Sink` of `Store`s.
 pub fn lower(k: &Kernel) -> Result<UOp, LowerError> {
+    check_index_range(k)?;
     let full = k.full_shape();
     let fu = k.first_upcast();
     let upcast_sizes = full[fu..]
@@ -73,6 +87,51 @@ pub fn lower(k: &Kernel) -> Result<UOp, LowerError> {
         stores.extend(lw.store_lanes(store)?);
     }
     Ok(UOp::sink(stores))
+}
+
+/// Refuses a kernel whose `int32` index arithmetic could overflow: a loop or launch bound (the
+/// size of a dimension, or of the whole launch), or any partial sum of a buffer view's index (the offset plus position times stride, for
+/// every view a buffer's index passes through), past `i32::MAX` in magnitude. Bounds are
+/// taken over symbolic dims' ranges; masked positions count (their index is computed too).
+/// Merged launch ids and the unravelled positions between views stay below these bounds.
+pub(crate) fn check_index_range(k: &Kernel) -> Result<(), LowerError> {
+    let max = i128::from(i32::MAX);
+    let refuse = |what: String, reach: i128| Err(LowerError::IndexOverflow { what, reach });
+    // a loop or launch bound is itself a value the kernel holds
+    for (axis, dim) in k.full_shape().iter().enumerate() {
+        if i128::from(dim.vmax()) > max {
+            return refuse(format!("the bound of axis {axis}"), dim.vmax().into());
+        }
+    }
+    let launch =
+        k.full_shape()[..k.first_reduce()].iter().fold(1i128, |n, d| n.saturating_mul(d.vmax().into()));
+    if launch > max {
+        return refuse("the launch's thread count".into(), launch);
+    }
+    // the first `bufs.len()` trackers index buffers; those after them only carry reduce shapes
+    for (slot, st) in k.sts()[..k.bufs().len()].iter().enumerate() {
+        for view in st.views() {
+            let reach = view_reach(view.shape(), view.strides(), view.offset());
+            if reach > max {
+                let shape: Vec<String> = view.shape().iter().map(ToString::to_string).collect();
+                return refuse(format!("buffer view {slot} of shape ({})", shape.join(", ")), reach);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The largest magnitude any partial sum of `offset + sum(position_i * stride_i)` reaches for
+/// positions in `shape`, summed in any order: every such sum lies between the sum of the
+/// terms' negative extremes and the sum of their positive ones.
+fn view_reach(shape: &[Sint], strides: &[Sint], offset: &Sint) -> i128 {
+    let (mut lo, mut hi) = (i128::from(offset.vmin()).min(0), i128::from(offset.vmax()).max(0));
+    for (dim, stride) in shape.iter().zip(strides) {
+        let last = (i128::from(dim.vmax()) - 1).max(0);
+        lo = lo.saturating_add(last.saturating_mul(stride.vmin().into()).min(0));
+        hi = hi.saturating_add(last.saturating_mul(stride.vmax().into()).max(0));
+    }
+    hi.max(lo.saturating_neg())
 }
 
 /// The index of every non-upcast axis: `(idxs, ridxs)`. They differ only on grouped-reduce

@@ -64,6 +64,9 @@ impl Writer<'_> {
         if op == Ops::Where {
             return Ok(Value::Expr(format!("select({}, {}, {})", x[2], x[1], x[0])));
         }
+        if let (Some(i), true) = (self_difference(u), operand.is_float()) {
+            return Ok(Value::Expr(self.self_difference(operand, &x[i])));
+        }
         Ok(Value::Expr(match self.reg(operand) {
             Reg::Bool => bool_alu(op, &x),
             Reg::F32 | Reg::F16 => {
@@ -73,6 +76,15 @@ impl Writer<'_> {
             }
             _ => self.int_alu(op, operand, u, &x, zero_divisor),
         }))
+    }
+
+    /// `x - x` for a float `x` of `dtype`: 0, or NaN when `x` is infinite or NaN, decided from
+    /// the exponent bits.
+    fn self_difference(&mut self, dtype: DType, x: &str) -> String {
+        let reg = self.reg(dtype);
+        let wide = if reg == Reg::F16 { format!("f32({x})") } else { x.to_owned() };
+        let (zero, nan) = (literal(ConstValue::Float(0.0), reg), literal(ConstValue::Float(f64::NAN), reg));
+        format!("select({zero}, {nan}, (bitcast<u32>({wide}) & 0x7f800000u) == 0x7f800000u)")
     }
 
     /// A float op on operands of `dtype` (`may_be_nan` per operand), rounded back to it when
@@ -181,6 +193,29 @@ impl Writer<'_> {
             _ => x[0].clone(),
         };
         if WRAPPED.contains(op) { self.wrap(dtype, value) } else { value }
+    }
+}
+
+/// When `u` is `x + -x`, `-x + x` or `x - x` (`-x` as `x * -1` or `Neg`), the position of `x`
+/// among its sources. IEEE makes it 0 for finite `x` and NaN otherwise, but WGSL lets a device
+/// compiler assume values are finite and fold it to 0 (lavapipe's does), which would turn the
+/// NaN gradient of `sqrt(|x - x|)` into 0; the caller renders it from `x`'s bits instead.
+fn self_difference(u: &UOp) -> Option<usize> {
+    let minus_one = |c: &UOp| c.const_value().is_some_and(|c| c.to_f64() == -1.0);
+    let negates = |n: &UOp, x: &UOp| match n.op() {
+        Ops::Neg => n.src()[0] == *x,
+        Ops::Mul => {
+            let s = n.src();
+            (s[0] == *x && minus_one(&s[1])) || (s[1] == *x && minus_one(&s[0]))
+        }
+        _ => false,
+    };
+    let [a, b] = u.src() else { return None };
+    match u.op() {
+        Ops::Sub if a == b => Some(0),
+        Ops::Add if negates(b, a) => Some(0),
+        Ops::Add if negates(a, b) => Some(1),
+        _ => None,
     }
 }
 

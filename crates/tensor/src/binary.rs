@@ -202,10 +202,11 @@ impl Tensor {
         self.binary(rhs, Ops::Max, "maximum", false)
     }
 
-    /// The elementwise minimum.
+    /// The elementwise minimum: the maximum of the operands in reverse order (see
+    /// [`Tensor::min`]).
     pub fn minimum(&self, rhs: impl Into<Value>) -> Result<Tensor> {
         let (a, b) = self.broadcasted(rhs, "minimum", false, None)?;
-        Ok(a.neg().alu(Ops::Max, &[&b.neg()]).neg())
+        Ok(a.inverse().alu(Ops::Max, &[&b.inverse()]).inverse())
     }
 
     /// `self ^ exponent` as `2^(e log2|b|)`, the sign fixed for negative bases with odd

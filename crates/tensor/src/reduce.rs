@@ -72,9 +72,10 @@ impl Tensor {
         self.reduce(Ops::Max, "max", axes, keepdim)
     }
 
-    /// The minimum over `axes`.
+    /// The minimum over `axes`: the maximum of the values in reverse order (`-x` for floats,
+    /// `!x` for integers and bools, which cannot overflow as `-i32::MIN` would), as tinygrad.
     pub fn min(&self, axes: &[isize], keepdim: bool) -> Result<Tensor> {
-        Ok(self.neg().max(axes, keepdim)?.neg())
+        Ok(self.inverse().reduce(Ops::Max, "min", axes, keepdim)?.inverse())
     }
 
     /// The mean over `axes` (in float32 for integer inputs); NaN over an empty axis.

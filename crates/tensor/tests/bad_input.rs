@@ -11,7 +11,9 @@ use wgrad_tensor::datasets::mnist::{MnistError, read_idx};
 use wgrad_tensor::nn::{Linear, Module};
 use wgrad_tensor::nn::{safe_load, safe_save};
 use wgrad_tensor::optim::{Adam, Optimizer, Sgd};
-use wgrad_tensor::{ConvOpts, DType, DeviceName, Index, Result, Tensor, TensorError, with_default_device};
+use wgrad_tensor::{
+    ConvOpts, DType, DeviceName, Index, JitError, Result, Tensor, TensorError, TinyJit, with_default_device,
+};
 
 /// Runs `case` with tensors created on each device in turn.
 fn on_each_device(case: impl Fn()) {
@@ -168,6 +170,18 @@ case!(an_allocation_too_large_is_out_of_memory, {
         assert!(matches!(err, TensorError::Engine(EngineError::OutOfMemory { .. })), "{err:?}");
         assert!(err.to_string().contains("out of memory"), "{err}");
     }
+    let small = Tensor::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+    assert_eq!((&small * 3.0).to_vec::<f32>().unwrap(), [3.0, 6.0], "the device is still usable");
+});
+
+case!(a_loop_past_int32_is_refused, {
+    // kernel indices are int32; 2^31 + 11 is prime, so the engine cannot split this sum into
+    // shorter loops (it does for 2^31 + 7 = 131 * 16393005) and codegen refuses its bound
+    let n = (1usize << 31) + 11;
+    let err = Tensor::ones(&[n], DType::U8).unwrap().sum(&[], false).unwrap().item::<u32>().unwrap_err();
+    assert!(matches!(err, TensorError::Engine(EngineError::Codegen { .. })), "{err:?}");
+    let message = err.to_string();
+    assert!(message.contains("2147483659") && message.contains("int32"), "{message}");
     let small = Tensor::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
     assert_eq!((&small * 3.0).to_vec::<f32>().unwrap(), [3.0, 6.0], "the device is still usable");
 });
@@ -390,6 +404,48 @@ case!(one_hot_of_floats, {
     refused!(t(&[3]).one_hot(4), TensorError::DType { .. }, "(3,) float32");
 });
 
+case!(x_minus_x_of_infinities_and_nan_is_nan, {
+    // IEEE: inf - inf is NaN; a device compiler allowed to assume finite values folds x - x to 0
+    let x = Tensor::from_slice(&[1.5f32, f32::INFINITY, f32::NEG_INFINITY, f32::NAN], &[4]).unwrap();
+    let d = x.sub(&x).unwrap().to_vec::<f32>().unwrap();
+    assert!(d[0] == 0.0 && d[1..].iter().all(|v| v.is_nan()), "{d:?}");
+    let h = x.cast(DType::F16);
+    let d = h.sub(&h).unwrap().cast(DType::F32).to_vec::<f32>().unwrap();
+    assert!(d[0] == 0.0 && d[1..].iter().all(|v| v.is_nan()), "float16: {d:?}");
+});
+
+// ---- integers at their limits: min is the max of the values in reverse order (`!x`), which
+// cannot overflow as `-max(-x)` does at i32::MIN
+
+case!(min_and_max_of_ints_at_their_limits, {
+    let x = ints(&[i32::MAX, 0, i32::MIN, -1, 1], &[5]);
+    assert_eq!(x.min(&[0], false).unwrap().item::<i32>().unwrap(), i32::MIN);
+    assert_eq!(x.max(&[0], false).unwrap().item::<i32>().unwrap(), i32::MAX);
+    let y = ints(&[i32::MIN, i32::MIN, i32::MAX, 5, -5], &[5]);
+    assert_eq!(x.minimum(&y).unwrap().to_vec::<i32>().unwrap(), [i32::MIN, i32::MIN, i32::MIN, -1, -5]);
+    assert_eq!(x.maximum(&y).unwrap().to_vec::<i32>().unwrap(), [i32::MAX, 0, i32::MAX, 5, 1]);
+    assert_eq!(x.argmin(0, false).unwrap().item::<i32>().unwrap(), 2);
+    let rows = ints(&[i32::MIN, i32::MAX, 7, i32::MIN], &[2, 2]);
+    assert_eq!(rows.min(&[1], false).unwrap().to_vec::<i32>().unwrap(), [i32::MIN, i32::MIN]);
+    assert_eq!(rows.min(&[0], false).unwrap().to_vec::<i32>().unwrap(), [i32::MIN, i32::MIN]);
+    let empty = Tensor::from_slice(&[0i32; 0], &[0]).unwrap();
+    assert_eq!(empty.min(&[0], false).unwrap().item::<i32>().unwrap(), i32::MAX, "min's identity");
+});
+
+case!(min_of_unsigned_and_bools, {
+    // unsigned `-x` wraps (-5 is 251 in uint8), so -max(-x) was 5 here, not 0
+    let u = Tensor::from_slice(&[0u8, 5, 255], &[3]).unwrap();
+    assert_eq!(u.min(&[0], false).unwrap().item::<u8>().unwrap(), 0);
+    assert_eq!(u.max(&[0], false).unwrap().item::<u8>().unwrap(), 255);
+    let v = Tensor::from_slice(&[3u8, 0, 200], &[3]).unwrap();
+    assert_eq!(u.minimum(&v).unwrap().to_vec::<u8>().unwrap(), [0, 0, 200]);
+    let empty = Tensor::from_slice(&[0u8; 0], &[0]).unwrap();
+    assert_eq!(empty.min(&[0], false).unwrap().item::<u8>().unwrap(), 255, "min's identity");
+    let b = Tensor::from_slice(&[true, false, true, true], &[2, 2]).unwrap();
+    assert_eq!(b.min(&[1], false).unwrap().to_vec::<bool>().unwrap(), [false, true]);
+    assert_eq!(b.max(&[1], false).unwrap().to_vec::<bool>().unwrap(), [true, true]);
+});
+
 // ---- integer division by zero: defined results, as WGSL and the interpreter define them
 
 case!(integer_division_by_zero_is_defined, {
@@ -480,6 +536,127 @@ case!(state_dict_with_a_missing_key_or_wrong_shape, {
     let mut state = layer.state_dict();
     state.insert("weight".into(), t(&[3, 2]));
     refused!(layer.load_state_dict(&state), TensorError::StateShape { .. }, "`weight`", "(2, 3)", "(3, 2)");
+});
+
+// ---- TinyJit called with the wrong inputs: every call (eager, capturing or replaying) is
+// checked against the first call's count, shapes, dtypes and devices before anything runs
+
+/// `x * 2 + y.sum()` jitted and called `calls` times with a `(3)` and a `(4)` float32 input:
+/// once (the next call captures) or three times (the next call replays).
+fn jitted(calls: usize) -> TinyJit<impl FnMut(&[Tensor]) -> Result<Vec<Tensor>>> {
+    let mut jit = TinyJit::new(|xy: &[Tensor]| Ok(vec![xy[0].mul(2.0)?.add(xy[1].sum(&[], false)?)?]));
+    for _ in 0..calls {
+        jit.call(&[&t(&[3]), &t(&[4])]).unwrap();
+    }
+    jit
+}
+
+/// The other device than the default one, where it opens.
+fn other_device() -> Option<DeviceName> {
+    let here = Tensor::default_device().unwrap();
+    common::devices().into_iter().find(|d| *d != here)
+}
+
+case!(jit_called_with_another_number_of_inputs, {
+    for calls in [1, 3] {
+        let mut jit = jitted(calls);
+        refused!(
+            jit.call(&[&t(&[3])]),
+            TensorError::Jit(JitError::InputCount { expected: 2, got: 1 }),
+            "2 input tensors",
+            "now with 1"
+        );
+        refused!(
+            jit.call(&[&t(&[3]), &t(&[4]), &t(&[1])]),
+            TensorError::Jit(JitError::InputCount { expected: 2, got: 3 }),
+            "now with 3"
+        );
+    }
+});
+
+case!(jit_input_of_another_shape, {
+    for calls in [1, 3] {
+        let mut jit = jitted(calls);
+        refused!(
+            jit.call(&[&t(&[3]), &t(&[5])]),
+            TensorError::Jit(JitError::InputMismatch { index: 1, .. }),
+            "jit input 1",
+            "expected (4) float32",
+            "got (5) float32"
+        );
+        refused!(
+            jit.call(&[&t(&[3, 1]), &t(&[4])]),
+            TensorError::Jit(JitError::InputMismatch { index: 0, .. }),
+            "jit input 0",
+            "got (3, 1) float32"
+        );
+    }
+});
+
+case!(jit_input_of_another_dtype, {
+    for calls in [1, 3] {
+        let mut jit = jitted(calls);
+        refused!(
+            jit.call(&[&ints(&[1, 2, 3], &[3]), &t(&[4])]),
+            TensorError::Jit(JitError::InputMismatch { index: 0, .. }),
+            "jit input 0",
+            "expected (3) float32",
+            "got (3) int32"
+        );
+        refused!(
+            jit.call(&[&t(&[3]), &t(&[4]).cast(DType::F16)]),
+            TensorError::Jit(JitError::InputMismatch { index: 1, .. }),
+            "got (4) float16"
+        );
+    }
+});
+
+case!(jit_input_on_another_device, {
+    let Some(other) = other_device() else { return };
+    let here = Tensor::default_device().unwrap().to_string();
+    for calls in [1, 3] {
+        let mut jit = jitted(calls);
+        let there = with_default_device(&other, || t(&[4]));
+        refused!(
+            jit.call(&[&t(&[3]), &there]),
+            TensorError::Jit(JitError::InputMismatch { index: 1, .. }),
+            "jit input 1",
+            &format!("float32 on {here}, got"),
+            &format!("float32 on {other}")
+        );
+    }
+});
+
+case!(jit_input_given_twice, {
+    let mut jit = TinyJit::new(|xs: &[Tensor]| Ok(vec![xs[0].add(&xs[1])?]));
+    let x = t(&[3]);
+    refused!(
+        jit.call(&[&x, &x]),
+        TensorError::Jit(JitError::DuplicateInput { first: 0, second: 1 }),
+        "jit inputs 0 and 1",
+        "same buffer"
+    );
+    // a clone is a handle on the same buffer
+    refused!(jit.call(&[&x, &x.clone()]), TensorError::Jit(JitError::DuplicateInput { .. }), "same buffer");
+});
+
+case!(jit_that_runs_nothing, {
+    let mut jit = TinyJit::new(|xs: &[Tensor]| Ok(vec![xs[0].clone()]));
+    jit.call(&[&t(&[3])]).unwrap();
+    refused!(jit.call(&[&t(&[3])]), TensorError::Jit(JitError::NothingCaptured), "nothing to capture");
+});
+
+case!(jit_after_wrong_inputs_still_computes, {
+    for calls in [1, 3] {
+        let mut jit = jitted(calls);
+        let bad = [jit.call(&[&t(&[3])]).is_err(), jit.call(&[&t(&[3]), &t(&[5])]).is_err()];
+        assert_eq!(bad, [true, true]);
+        for _ in 0..3 {
+            let y = jit.call(&[&t(&[3]), &t(&[4])]).unwrap();
+            assert_eq!(y[0].to_vec::<f32>().unwrap(), [6.0, 8.0, 10.0]);
+        }
+        assert_eq!(jit.calls(), calls + 3, "bad calls are not counted");
+    }
 });
 
 // ---- devices

@@ -7,18 +7,7 @@ use super::program::{Op, Program};
 
 /// `program` without the steps its output does not read, renumbered.
 pub fn prune(program: &Program) -> Program {
-    let n = program.steps.len();
-    let mut live = vec![false; n];
-    if n > 0 {
-        live[n - 1] = true;
-    }
-    for i in (0..n).rev() {
-        if live[i] {
-            for o in program.steps[i].operands() {
-                live[o] = true;
-            }
-        }
-    }
+    let (n, live) = (program.steps.len(), program.live_steps());
     let mut new_index = vec![usize::MAX; n];
     let mut steps = vec![];
     for i in 0..n {

@@ -1,11 +1,13 @@
 //! The graph fuzzer: random Tensor programs (elementwise ops with broadcasting, reductions over
 //! random axes, movement chains, matmul, casts, getitem, where, cumsum, softmax, argmax, and
 //! backward through all of it) run on wgpu and on the CPU interpreter, compared with tinygrad's
-//! tolerances. A failing program is minimized and printed as a Rust reproducer that becomes a
-//! regression test (`assert_agree`). tinygrad's counterpart is `test/external/fuzz_*`.
+//! tolerances. A difference that the program's own rounding sensitivity explains (`noise.rs`)
+//! is counted, not failed. A failing program is minimized and printed as a Rust reproducer that
+//! becomes a regression test (`assert_agree`). tinygrad's counterpart is `test/external/fuzz_*`.
 
 mod generate;
 mod minimize;
+mod noise;
 mod program;
 mod run;
 
@@ -17,8 +19,9 @@ use wgrad_tensor::DeviceName;
 
 pub use generate::generate;
 pub use minimize::{minimize, prune};
+pub use noise::spread;
 pub use program::{Binary, Idx, Op, Program, Reduce, Unary, apply, input_tensor};
-pub use run::{Outcome, Run, catch, compare, run};
+pub use run::{Outcome, Run, catch, compare, run, run_with_noise};
 
 /// The device checked against the interpreter.
 pub const GPU: DeviceName = DeviceName::Wgpu(None);
@@ -30,6 +33,9 @@ pub enum Verdict {
     Agree,
     /// Both refused it with the same kind of typed error (counted, not a failure).
     BothErrored(String),
+    /// Different numbers, but only where a few ulp of rounding noise moves the interpreter's
+    /// numbers as far (counted, not a failure): the first such difference.
+    Sensitive(String),
     /// Different numbers, or only one device failed.
     Mismatch(String),
     /// A device panicked.
@@ -51,11 +57,21 @@ impl Verdict {
 /// Runs `program` on the interpreter and on [`GPU`] and compares.
 pub fn check(program: &Program) -> Verdict {
     let want = run(program, &DeviceName::Cpu);
-    let got = run(program, &GPU);
-    match (&got, &want) {
+    verdict(program, &run(program, &GPU), &want)
+}
+
+/// What `got` (a device's run of `program`) against `want` (the interpreter's) shows.
+pub fn verdict(program: &Program, got: &Run, want: &Run) -> Verdict {
+    match (got, want) {
         (Run::Panic(p), _) => Verdict::Panic(format!("wgpu: {p}")),
         (_, Run::Panic(p)) => Verdict::Panic(format!("cpu: {p}")),
-        (Run::Done(g), Run::Done(w)) => compare(g, w).map_or(Verdict::Agree, Verdict::Mismatch),
+        (Run::Done(g), Run::Done(w)) => match compare(g, w, None) {
+            None => Verdict::Agree,
+            Some(difference) => match spread(program, w) {
+                Some(s) if compare(g, w, Some(&s)).is_none() => Verdict::Sensitive(difference),
+                _ => Verdict::Mismatch(difference),
+            },
+        },
         (Run::Error(a, _), Run::Error(b, _)) if a == b => Verdict::BothErrored(a.clone()),
         (Run::Error(kind, message), _) => Verdict::Mismatch(format!("only wgpu failed: {kind}: {message}")),
         (_, Run::Error(kind, message)) => {
@@ -91,6 +107,8 @@ pub struct Summary {
     pub mismatches: usize,
     /// Programs that panicked on a device.
     pub panics: usize,
+    /// Programs whose numbers differed only within their rounding spread.
+    pub sensitive: usize,
     /// Programs both devices refused, by error kind.
     pub errors: BTreeMap<String, usize>,
     /// The failures, minimized.
@@ -98,9 +116,14 @@ pub struct Summary {
 }
 
 impl std::fmt::Display for Summary {
-    /// One line: `fuzz: 200 graphs, 0 mismatches, 0 panics; errors: NoGradient 3`.
+    /// One line: `fuzz: 200 graphs, 0 mismatches, 0 panics, 1 rounding-sensitive; errors:
+    /// NoGradient 3`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "fuzz: {} graphs, {} mismatches, {} panics", self.graphs, self.mismatches, self.panics)?;
+        write!(
+            f,
+            "fuzz: {} graphs, {} mismatches, {} panics, {} rounding-sensitive",
+            self.graphs, self.mismatches, self.panics, self.sensitive
+        )?;
         let errors: Vec<String> = self.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
         match errors.is_empty() {
             true => write!(f, "; errors: none"),
@@ -147,6 +170,7 @@ pub fn fuzz(config: &Config, progress: &(dyn Fn(&Summary) + Sync)) -> Summary {
                         Verdict::Mismatch(_) => sum.mismatches += 1,
                         Verdict::Panic(_) => sum.panics += 1,
                         Verdict::BothErrored(kind) => *sum.errors.entry(kind.clone()).or_default() += 1,
+                        Verdict::Sensitive(_) => sum.sensitive += 1,
                         Verdict::Agree => {}
                     }
                     sum.found.extend(found);

@@ -178,11 +178,45 @@ impl Op {
     }
 }
 
+impl Op {
+    /// Whether this step's float result is rounded (so a device may round it differently, by a
+    /// few ulp): arithmetic and transcendentals. Movement, selection, comparisons, `relu`,
+    /// `abs`, `neg`, `max`/`min` and casts give exactly what they are given.
+    pub fn rounds(&self) -> bool {
+        match self {
+            Op::Unary(u, _) => !matches!(u, Unary::Neg | Unary::Relu | Unary::Abs | Unary::Not),
+            Op::Binary(b, ..) => matches!(b, Binary::Add | Binary::Sub | Binary::Mul | Binary::DivSafe),
+            Op::Reduce(r, ..) => matches!(r, Reduce::Sum | Reduce::Mean),
+            Op::Matmul(..) | Op::Cumsum(..) | Op::Softmax(..) => true,
+            _ => false,
+        }
+    }
+}
+
 /// A program: its steps in order; the last one is the output.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Program {
     /// The steps.
     pub steps: Vec<Op>,
+}
+
+impl Program {
+    /// For each step, whether the output reads it (directly or through other steps).
+    pub fn live_steps(&self) -> Vec<bool> {
+        let n = self.steps.len();
+        let mut live = vec![false; n];
+        if n > 0 {
+            live[n - 1] = true;
+        }
+        for i in (0..n).rev() {
+            if live[i] {
+                for o in self.steps[i].operands() {
+                    live[o] = true;
+                }
+            }
+        }
+        live
+    }
 }
 
 /// The host values of an input: floats are multiples of 1/4 in [-2, 2] (so sums of products

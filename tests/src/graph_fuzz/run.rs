@@ -1,7 +1,9 @@
 //! Running a program on one device (forward, then `backward` of the output's sum) and comparing
-//! two devices' outcomes with tinygrad's tolerances: forward atol 1e-6 rtol 1e-3 (rtol 1e-2 for
-//! half floats), gradients atol 1e-4 rtol 1e-3, integers and bools exactly, NaN only against
-//! NaN.
+//! two devices' outcomes with tinygrad's tolerances: forward atol 1e-6 rtol 1e-3, gradients
+//! atol 1e-4 rtol 1e-3, and atol = rtol = 1e-2 for forward and gradients alike when the output
+//! depends on a half-precision value (tinygrad's half tolerance); integers and bools exactly;
+//! NaN only against NaN. A comparison may allow each number its rounding spread as well
+//! (`noise.rs`).
 
 use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -9,6 +11,7 @@ use std::sync::Once;
 
 use wgrad_tensor::{DType, DeviceName, Result, Tensor, TensorError, with_default_device};
 
+use super::noise::perturb;
 use super::program::{Op, Program, apply};
 
 /// The numbers a device computed: the output, then each gradient-requiring input's gradient.
@@ -22,6 +25,8 @@ pub struct Outcome {
     pub values: Vec<f64>,
     /// The gradients (none when the output is not float or depends on no such input).
     pub grads: Vec<Vec<f64>>,
+    /// Whether the output depends on a float16 or bfloat16 value (rounded to 11 or 8 bits).
+    pub half: bool,
 }
 
 /// How one run ended.
@@ -61,12 +66,23 @@ fn read(t: &Tensor) -> Result<Vec<f64>> {
     })
 }
 
-fn outcome(program: &Program) -> Result<Outcome> {
+/// The program's numbers; with `noise`, every rounding step's result is perturbed (see
+/// [`perturb`]) under that seed.
+fn outcome(program: &Program, noise: Option<u64>) -> Result<Outcome> {
     let mut values: Vec<Tensor> = Vec::with_capacity(program.steps.len());
-    for op in &program.steps {
+    for (step, op) in program.steps.iter().enumerate() {
         let t = apply(op, &values)?;
+        let t = match noise {
+            Some(seed) if op.rounds() => perturb(&t, step, seed)?,
+            _ => t,
+        };
         values.push(t);
     }
+    let half = program
+        .live_steps()
+        .iter()
+        .zip(&values)
+        .any(|(&live, t)| live && matches!(t.dtype(), DType::F16 | DType::BF16));
     let out = values.last().cloned().ok_or(TensorError::NoTensors("a program"))?;
     let forward = read(&out)?;
     let params: Vec<&Tensor> = program
@@ -91,12 +107,17 @@ fn outcome(program: &Program) -> Result<Outcome> {
             Err(e) => return Err(e),
         }
     }
-    Ok(Outcome { shape: out.shape().to_vec(), dtype: out.dtype(), values: forward, grads })
+    Ok(Outcome { shape: out.shape().to_vec(), dtype: out.dtype(), values: forward, grads, half })
 }
 
 /// `program` run on `device`.
 pub fn run(program: &Program, device: &DeviceName) -> Run {
-    match catch(|| with_default_device(device, || outcome(program))) {
+    run_with_noise(program, device, None)
+}
+
+/// `program` run on `device`, with rounding noise under the seed `noise` if given.
+pub fn run_with_noise(program: &Program, device: &DeviceName, noise: Option<u64>) -> Run {
+    match catch(|| with_default_device(device, || outcome(program, noise))) {
         Ok(Ok(o)) => Run::Done(o),
         Ok(Err(e)) => {
             let debug = format!("{e:?}");
@@ -114,33 +135,46 @@ pub fn run(program: &Program, device: &DeviceName) -> Run {
     }
 }
 
+/// Whether `got` is within `atol + rtol * |want|` of `want` (NaN only matches NaN; an infinite
+/// `atol` matches anything).
 fn close(got: f64, want: f64, atol: f64, rtol: f64) -> bool {
-    (got.is_nan() && want.is_nan()) || got == want || (got - want).abs() <= atol + rtol * want.abs()
+    (got.is_nan() && want.is_nan())
+        || got == want
+        || atol == f64::INFINITY
+        || (got - want).abs() <= atol + rtol * want.abs()
 }
 
-/// The first difference between `got` (the device under test) and `want` (the interpreter).
-pub fn compare(got: &Outcome, want: &Outcome) -> Option<String> {
+/// The first difference between `got` (the device under test) and `want` (the interpreter),
+/// each number allowed twice its `spread` beyond the tolerance (both devices' rounding) when
+/// given.
+pub fn compare(got: &Outcome, want: &Outcome, spread: Option<&Outcome>) -> Option<String> {
     if got.shape != want.shape || got.dtype != want.dtype {
         return Some(format!("output {:?} {:?} vs {:?} {:?}", got.shape, got.dtype, want.shape, want.dtype));
     }
-    let bad = |name: &str, g: &[f64], w: &[f64], exact: bool, atol: f64| -> Option<String> {
+    let half = got.half || want.half;
+    let bad = |name: &str, g: &[f64], w: &[f64], s: Option<&Vec<f64>>, (atol, rtol): (f64, f64)| {
         if g.len() != w.len() {
             return Some(format!("{name}: {} vs {} elements", g.len(), w.len()));
         }
-        // half floats round each partial sum to 11 bits: tinygrad's half tolerance
-        let rtol = if matches!(want.dtype, DType::F16 | DType::BF16) { 1e-2 } else { 1e-3 };
-        let i = g.iter().zip(w).position(|(&g, &w)| if exact { g != w } else { !close(g, w, atol, rtol) })?;
+        let slack = |i: usize| s.and_then(|s| s.get(i)).map_or(0.0, |s| 2.0 * s);
+        let i = (0..g.len()).find(|&i| !close(g[i], w[i], atol + slack(i), rtol))?;
         Some(format!("{name}[{i}]: {} vs {} (interpreter)", g[i], w[i]))
     };
-    if let Some(d) = bad("output", &got.values, &want.values, !want.dtype.is_float(), 1e-6) {
+    let tolerance = |float_tol| match (want.dtype.is_float(), half) {
+        (false, _) => (0.0, 0.0),
+        (true, true) => (1e-2, 1e-2),
+        (true, false) => float_tol,
+    };
+    let values = spread.map(|s| &s.values);
+    if let Some(d) = bad("output", &got.values, &want.values, values, tolerance((1e-6, 1e-3))) {
         return Some(d);
     }
     if got.grads.len() != want.grads.len() {
         return Some(format!("{} vs {} gradients", got.grads.len(), want.grads.len()));
     }
-    got.grads
-        .iter()
-        .zip(&want.grads)
-        .enumerate()
-        .find_map(|(k, (g, w))| bad(&format!("gradient {k}"), g, w, false, 1e-4))
+    let grad_tol = if half { (1e-2, 1e-2) } else { (1e-4, 1e-3) };
+    (0..got.grads.len()).find_map(|k| {
+        let s = spread.and_then(|s| s.grads.get(k));
+        bad(&format!("gradient {k}"), &got.grads[k], &want.grads[k], s, grad_tol)
+    })
 }
