@@ -35,7 +35,7 @@ pub(super) fn perturb(value: &Tensor, step: usize, seed: u64) -> Result<Tensor> 
     let factors: Vec<f32> =
         (0..value.numel()).map(|_| 1.0 + (rng.below(2 * ULPS + 1) as f32 - ULPS as f32) * ulp).collect();
     // 1 + k ulp is exact in the value's dtype, so the cast keeps it
-    value.mul(&Tensor::from_vec(factors, value.shape())?.cast(value.dtype()))
+    value.mul(Tensor::from_vec(factors, value.shape())?.cast(value.dtype()))
 }
 
 /// How far each number of `clean` (the interpreter's outcome of `program`) moves under rounding
