@@ -1,6 +1,7 @@
 //! Global counters, as tinygrad's `GlobalCounters`: kernels run, flops, bytes moved, kernel
-//! time, schedule cache hits and JIT replays since the last reset; device memory in use and
-//! device objects created (which a loop that allocates nothing after warm-up keeps flat).
+//! time, schedule cache hits and JIT replays since the last reset; device memory in use, device
+//! objects created and device objects held (which a loop that allocates nothing after warm-up
+//! keeps flat).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -34,11 +35,17 @@ pub struct Counters {
     pub buffers_created: u64,
     /// Bind groups created on the devices so far (not reset).
     pub bind_groups_created: u64,
+    /// Buffers alive on the devices now, in use or pooled.
+    pub live_buffers: u64,
+    /// Bind groups in the devices' caches now (wgpu).
+    pub cached_bind_groups: u64,
+    /// Compiled pipelines in the devices' caches now (wgpu).
+    pub pipelines: u64,
 }
 
 /// The counters now.
 pub fn counters() -> Counters {
-    let created = crate::device::created();
+    let (created, held) = (crate::device::created(), crate::device::held());
     Counters {
         kernels: KERNELS.load(Ordering::Relaxed),
         flops: FLOPS.load(Ordering::Relaxed),
@@ -49,6 +56,9 @@ pub fn counters() -> Counters {
         memory_used: crate::device::memory_used(),
         buffers_created: created.buffers,
         bind_groups_created: created.bind_groups,
+        live_buffers: held.buffers,
+        cached_bind_groups: held.bind_groups,
+        pipelines: held.pipelines,
     }
 }
 

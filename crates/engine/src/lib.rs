@@ -26,7 +26,7 @@ mod shapes;
 pub use buffers::{alloc, download, is_shared, upload};
 pub use cache::cached_kernels;
 pub use counters::{Counters, counters, reset_counters};
-pub use device::{Backend, CompiledProgram, Created, DeviceBuffer, DeviceName, Graph, Launch, Swap};
+pub use device::{Backend, CompiledProgram, Created, DeviceBuffer, DeviceName, Graph, Held, Launch, Swap};
 pub use error::EngineError;
 pub use jit::{Capture, CapturedJit, JitError, JitInput, capture};
 pub use memory::MemoryPlan;

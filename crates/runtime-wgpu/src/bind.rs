@@ -56,6 +56,11 @@ impl BindGroupCache {
         self.groups.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
+    /// Bind groups cached now.
+    pub(crate) fn len(&self) -> usize {
+        self.groups.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
     /// Bind groups created so far.
     pub(crate) fn created(&self) -> u64 {
         self.created.load(Ordering::Relaxed)

@@ -251,6 +251,16 @@ impl Device {
         self.bind_groups.created()
     }
 
+    /// Bind groups in the cache now.
+    pub fn bind_groups_cached(&self) -> usize {
+        self.bind_groups.len()
+    }
+
+    /// Buffers alive now, storage and staging: handed out or pooled for reuse.
+    pub fn live_buffers(&self) -> u64 {
+        self.storage.stats().live + self.staging.stats().live
+    }
+
     /// An empty batch of launches for this device.
     pub fn batch(&self) -> Batch {
         Batch::new(self.limits.max_workgroups_per_dimension)

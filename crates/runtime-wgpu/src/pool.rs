@@ -8,7 +8,8 @@
 //!   for any request of the same bucket. Reuse is safe without fences because every
 //!   use goes through the one queue: work that touched the old contents was submitted
 //!   before anything that can touch the new ones.
-//! - `in_use + pooled` is the number of bytes of live buffers this pool created.
+//! - `in_use + pooled` is the number of bytes of live buffers this pool created, and `live`
+//!   the number of those buffers.
 //! - On out-of-memory the pool drops its free buffers and retries once.
 
 use std::collections::HashMap;
@@ -41,6 +42,8 @@ pub struct MemoryStats {
     pub created: u64,
     /// Requests served from the free lists.
     pub reused: u64,
+    /// Buffers of this pool alive now: handed out or kept for reuse.
+    pub live: u64,
 }
 
 /// Free lists and counters.
@@ -100,6 +103,7 @@ impl BufferPool {
         let mut state = self.lock();
         let stats = &mut state.stats;
         stats.created += 1;
+        stats.live += 1;
         stats.in_use += capacity;
         stats.peak_in_use = stats.peak_in_use.max(stats.in_use);
         Ok((buffer, capacity))
@@ -115,14 +119,18 @@ impl BufferPool {
 
     /// Forgets a handed-out buffer that must not be reused (e.g. a failed mapping).
     pub(crate) fn discard(&self, capacity: u64) {
-        self.lock().stats.in_use -= capacity;
+        let stats = &mut self.lock().stats;
+        stats.in_use -= capacity;
+        stats.live -= 1;
     }
 
     /// Drops every free buffer, returning the device memory they held.
     pub(crate) fn trim(&self) {
         let mut state = self.lock();
+        let freed: usize = state.free.values().map(Vec::len).sum();
         state.free.clear();
         state.stats.pooled = 0;
+        state.stats.live -= freed as u64;
     }
 
     /// Current counters.

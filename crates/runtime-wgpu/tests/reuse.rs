@@ -29,7 +29,7 @@ fn a_loop_creates_buffers_and_bind_groups_only_in_its_first_step() {
     let Some(device) = common::device() else { return };
     let axpy = device.pipeline(AXPY, "axpy").unwrap();
     let y = device.upload(&[0.0f32; 256]).unwrap();
-    let mut after_first = (0, 0);
+    let (mut after_first, mut held) = ((0, 0), (0, 0, 0));
     for step in 0..100 {
         // a fresh input each step, freed at the end of it: the pool hands the memory back
         let x = device.upload(&[1.0f32; 256]).unwrap();
@@ -40,14 +40,20 @@ fn a_loop_creates_buffers_and_bind_groups_only_in_its_first_step() {
         device.submit(batch).unwrap();
         if step == 0 {
             after_first = made(&device);
+            held = (device.live_buffers(), device.bind_groups_cached(), device.pipeline_count());
         }
     }
     assert_eq!(made(&device), after_first, "steps after the first create nothing");
     assert_eq!(after_first.1, 2, "one bind group per distinct (pipeline, buffers)");
+    let now = (device.live_buffers(), device.bind_groups_cached(), device.pipeline_count());
+    assert_eq!(now, held, "and hold as many buffers, bind groups and pipelines");
+    assert!(held.0 >= 3 && held.1 == 2 && held.2 == 1, "{held:?}");
     // y = 2y + 1, 100 times from 0: 2^100 - 1 rounds to 2^100 in f32
     assert_eq!(device.read_as::<f32>(&y).unwrap()[0], 2f32.powi(100));
     device.trim_pool();
     assert_eq!(device.memory().pooled, 0);
+    assert_eq!(device.bind_groups_cached(), 0);
+    assert_eq!(device.live_buffers(), 1, "y alone is left (the rest were pooled, and freed)");
 }
 
 #[test]

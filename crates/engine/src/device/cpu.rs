@@ -10,26 +10,34 @@ use wgrad_codegen::{Program, Target};
 use wgrad_dtype::DType;
 use wgrad_runtime_cpu::{CpuBuffer, CpuProgram};
 
-use super::{Backend, CompiledProgram, Created, DeviceBuffer, Graph, Launch, Swap};
+use super::{Backend, CompiledProgram, Created, DeviceBuffer, Graph, Held, Launch, Swap};
 use crate::EngineError;
 
-/// Host memory of one buffer; gives its bytes back to the backend's count when dropped.
+/// What the backend's live buffers hold: bytes and buffers.
+#[derive(Default)]
+struct Usage {
+    bytes: AtomicUsize,
+    buffers: AtomicU64,
+}
+
+/// Host memory of one buffer; gives itself back to the backend's [`Usage`] when dropped.
 struct CpuMem {
     buf: CpuBuffer,
     bytes: usize,
-    used: Arc<AtomicUsize>,
+    usage: Arc<Usage>,
 }
 
 impl Drop for CpuMem {
     fn drop(&mut self) {
-        self.used.fetch_sub(self.bytes, Ordering::Relaxed);
+        self.usage.bytes.fetch_sub(self.bytes, Ordering::Relaxed);
+        self.usage.buffers.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
 /// The CPU interpreter as a device.
 pub struct CpuBackend {
     target: Target,
-    used: Arc<AtomicUsize>,
+    usage: Arc<Usage>,
     allocated: AtomicU64,
     workers: usize,
     /// Set by `destroy`; shared with the graphs, which then refuse to run too.
@@ -43,7 +51,7 @@ impl CpuBackend {
         let workers = thread::available_parallelism().map_or(1, |n| n.get());
         CpuBackend {
             target,
-            used: Arc::default(),
+            usage: Arc::default(),
             allocated: AtomicU64::new(0),
             workers,
             lost: Arc::default(),
@@ -135,9 +143,10 @@ impl Backend for CpuBackend {
         };
         let bytes = dtype.itemsize().checked_mul(len).ok_or_else(oom)?;
         let buf = CpuBuffer::try_zeros(dtype, len).ok_or_else(oom)?;
-        self.used.fetch_add(bytes, Ordering::Relaxed);
+        self.usage.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.usage.buffers.fetch_add(1, Ordering::Relaxed);
         self.allocated.fetch_add(1, Ordering::Relaxed);
-        let raw = CpuMem { buf, bytes, used: self.used.clone() };
+        let raw = CpuMem { buf, bytes, usage: self.usage.clone() };
         Ok(DeviceBuffer { dtype, len, raw: Arc::new(raw) })
     }
 
@@ -184,11 +193,15 @@ impl Backend for CpuBackend {
     }
 
     fn memory_used(&self) -> usize {
-        self.used.load(Ordering::Relaxed)
+        self.usage.bytes.load(Ordering::Relaxed)
     }
 
     fn created(&self) -> Created {
         Created { buffers: self.allocated.load(Ordering::Relaxed), bind_groups: 0 }
+    }
+
+    fn held(&self) -> Held {
+        Held { buffers: self.usage.buffers.load(Ordering::Relaxed), ..Held::default() }
     }
 
     fn source(&self, p: &CompiledProgram) -> Option<String> {

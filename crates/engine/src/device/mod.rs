@@ -30,7 +30,7 @@ use crate::EngineError;
 
 pub use cpu::CpuBackend;
 pub use registry::{
-    DEVICE_ENV, DeviceName, available_devices, created, default_device, memory_used, open_device,
+    DEVICE_ENV, DeviceName, available_devices, created, default_device, held, memory_used, open_device,
 };
 pub use wgpu::WgpuBackend;
 
@@ -93,6 +93,18 @@ pub struct Created {
     pub bind_groups: u64,
 }
 
+/// Device objects held now: a loop that allocates nothing after its first steps keeps these
+/// flat (a leak grows them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Buffers alive: in use, or pooled for reuse.
+    pub buffers: u64,
+    /// Bind groups in the device's cache (wgpu).
+    pub bind_groups: u64,
+    /// Compiled pipelines in the device's cache (wgpu).
+    pub pipelines: u64,
+}
+
 /// A place kernels run.
 pub trait Backend: Send + Sync {
     /// The device's name for messages and DEBUG output: `"CPU"`, `"WGPU (NVIDIA H200)"`.
@@ -119,6 +131,8 @@ pub trait Backend: Send + Sync {
     fn memory_used(&self) -> usize;
     /// Device objects created so far.
     fn created(&self) -> Created;
+    /// Device objects held now.
+    fn held(&self) -> Held;
     /// The source the device runs for `p`, printed at DEBUG=4 (WGSL for wgpu); `None` when
     /// the device runs the program as is.
     fn source(&self, _p: &CompiledProgram) -> Option<String> {

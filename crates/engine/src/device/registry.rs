@@ -6,7 +6,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
-use super::{Backend, CpuBackend, Created, WgpuBackend};
+use super::{Backend, CpuBackend, Created, Held, WgpuBackend};
 use crate::{EngineError, flags};
 
 /// The environment variable that picks the default device.
@@ -102,6 +102,16 @@ pub fn available_devices() -> Vec<DeviceName> {
 pub fn memory_used() -> usize {
     let opened = OPENED.lock().unwrap_or_else(PoisonError::into_inner);
     opened.values().flatten().map(|b| b.memory_used()).sum()
+}
+
+/// Device objects held now, over every opened device.
+pub fn held() -> Held {
+    let opened = OPENED.lock().unwrap_or_else(PoisonError::into_inner);
+    opened.values().flatten().map(|b| b.held()).fold(Held::default(), |a, h| Held {
+        buffers: a.buffers + h.buffers,
+        bind_groups: a.bind_groups + h.bind_groups,
+        pipelines: a.pipelines + h.pipelines,
+    })
 }
 
 /// Device objects created so far, over every opened device.

@@ -11,7 +11,7 @@ use wgrad_codegen::{Program, Target};
 use wgrad_dtype::DType;
 use wgrad_runtime_wgpu::{Buffer, Device, GpuProgram, Prepared, RuntimeError, adapters};
 
-use super::{Backend, CompiledProgram, Created, DeviceBuffer, Graph, Launch, Swap};
+use super::{Backend, CompiledProgram, Created, DeviceBuffer, Graph, Held, Launch, Swap};
 use crate::EngineError;
 
 /// A wgpu adapter as a device.
@@ -210,6 +210,14 @@ impl Backend for WgpuBackend {
 
     fn created(&self) -> Created {
         Created { buffers: self.device.memory().created, bind_groups: self.device.bind_groups_created() }
+    }
+
+    fn held(&self) -> Held {
+        Held {
+            buffers: self.device.live_buffers(),
+            bind_groups: self.device.bind_groups_cached() as u64,
+            pipelines: self.device.pipeline_count() as u64,
+        }
     }
 
     fn source(&self, p: &CompiledProgram) -> Option<String> {
