@@ -54,7 +54,7 @@ pub enum LowerError {
     /// An index the kernel would compute can leave `int32`, the index type of WGSL and of the
     /// interpreter (`i64` is no portable WGSL type): refused rather than wrapped.
     #[error(
-        "{what} reaches index {reach}, past int32's {max}: kernel indices are 32-bit, so a \
+        "{what} reaches {reach}, past int32's {max}: kernel indices are 32-bit, so a \
          tensor indexed past 2^31 elements must be split into smaller ones",
         max = i32::MAX
     )]

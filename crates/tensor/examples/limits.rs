@@ -1,9 +1,12 @@
 //! `cargo run --release -p wgrad-tensor --example limits`: the device's size limits, checked on
 //! the default device (`WGRAD_DEVICE` picks another). Each line prints PASS or FAIL:
 //! - a 2^31 + 7 element sum (uint8 ones summed as uint32: 2147483655 exactly; tinygrad's
-//!   WebGPU backend gets it wrong, issue 13624), without a buffer that large;
+//!   WebGPU backend gets it wrong, issue 13624), without a buffer that large: the engine splits
+//!   the reduce into loops of 131 and 16393005, which int32 indices reach;
+//! - a 2^31 + 11 element sum: prime, so it cannot be split, and its loop bound is past int32:
+//!   refused before launch (kernel indices are int32), or computed exactly, never wrapped;
 //! - a buffer of 2^31 + 7 bytes and one of 2^40 floats: out of memory (a typed error naming
-//!   the size and the limit) or computed, never a crash;
+//!   the size and the limit), refused for its int32 indices, or computed, never a crash;
 //! - after each, a small op still runs.
 #![allow(clippy::print_stdout)] // an example's job is to print
 
@@ -23,12 +26,24 @@ fn report(name: &str, ok: bool, detail: String) {
     );
 }
 
+/// Whether `message` is one of the refusals a size past the device's limits gets.
+fn refused(message: &str) -> bool {
+    message.contains("out of memory") || message.contains("past int32")
+}
+
 fn main() -> Result<()> {
     println!("device {}", Tensor::default_device()?);
     let n = (1usize << 31) + 7;
     let sum = Tensor::ones(&[n], DType::U8)?.sum(&[], false)?;
     let got = sum.item::<u32>();
     report("sum of 2^31 + 7 ones", matches!(got, Ok(v) if v as usize == n), format!("{got:?} (want {n})"));
+    let prime = (1usize << 31) + 11;
+    match Tensor::ones(&[prime], DType::U8)?.sum(&[], false)?.item::<u32>() {
+        Ok(v) => {
+            report("sum of 2^31 + 11 ones", v as usize == prime, format!("computed: {v} (want {prime})"))
+        }
+        Err(e) => report("sum of 2^31 + 11 ones", refused(&e.to_string()), format!("refused: {e}")),
+    }
     let big = Tensor::ones(&[n], DType::U8)?.contiguous();
     match big.realize() {
         Ok(_) => {
@@ -39,9 +54,7 @@ fn main() -> Result<()> {
                 format!("computed: {got:?}"),
             );
         }
-        Err(e) => {
-            report("a 2^31 + 7 byte buffer", e.to_string().contains("out of memory"), format!("refused: {e}"))
-        }
+        Err(e) => report("a 2^31 + 7 byte buffer", refused(&e.to_string()), format!("refused: {e}")),
     }
     let huge = Tensor::zeros(&[1 << 40], DType::F32)?.add(1.0)?;
     let err = huge.realize().map(|_| ()).map_err(|e| e.to_string());
