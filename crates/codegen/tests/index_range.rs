@@ -89,10 +89,10 @@ fn a_flip_reaches_its_offset_not_twice_it() {
 
 #[test]
 fn a_broadcast_reduce_larger_than_int32_compiles() {
-    // the first half of the engine's split sum of 2^31 + 7 ones (limits example): 45 outputs,
-    // each a loop of 47721859 over a broadcast constant; no index passes 2^31
-    let ones = load(1, strided(&[45, 47_721_859], &[0, 0], 0));
-    compiles(&store_ast(st(&[45, 1]), ones.reduce_axis(Ops::Add, &[1])));
+    // the first half of the engine's split sum of 2^31 + 7 ones (limits example): 131 outputs,
+    // each a loop of 16393005 over a broadcast constant; no index passes 2^31
+    let ones = load(1, strided(&[131, 16_393_005], &[0, 0], 0));
+    compiles(&store_ast(st(&[131, 1]), ones.reduce_axis(Ops::Add, &[1])));
     // unsplit, its loop counts past int32
     refused(&sum_ast(&[MAX + 8], &[0]), "the bound of axis 0", i128::from(MAX) + 8);
 }
