@@ -287,8 +287,8 @@ impl Device {
         Ok(())
     }
 
-    /// Waits until all submitted work has finished, then reports any error recorded
-    /// outside of scopes (including device loss).
+    /// Submits everything recorded and waits until it has finished, then reports any error
+    /// recorded outside of scopes (including device loss).
     pub fn sync(&self) -> Result<()> {
         self.check()?;
         self.flush_stream()?;
