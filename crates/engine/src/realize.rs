@@ -58,6 +58,19 @@ impl Realization {
 
     /// Runs the schedule and records its results; says how much memory its new buffers got.
     pub fn run(self) -> Result<MemoryPlan, EngineError> {
+        self.run_with(Submit::Now)
+    }
+
+    /// As [`Realization::run`], for a caller that reads a result back next ([`download`]):
+    /// the kernels are recorded to go to the device with that readback, one submission for
+    /// both (see [`Backend::record`]).
+    ///
+    /// [`download`]: crate::download
+    pub fn run_for_readback(self) -> Result<MemoryPlan, EngineError> {
+        self.run_with(Submit::WithReadback)
+    }
+
+    fn run_with(self, submit: Submit) -> Result<MemoryPlan, EngineError> {
         // results nothing holds any more give their buffers up, then the memory goes
         realized::sweep();
         buffers::sweep();
@@ -79,7 +92,7 @@ impl Realization {
                 }
             }
         }
-        run_items(&self.schedule.items, &memory)?;
+        run_items(&self.schedule.items, &memory, submit)?;
         // results that read what an assign overwrote are stale now, earlier ones and this
         // schedule's alike (except the assigns' own)
         let written: Vec<UOp> = outputs.iter().filter(|o| o.existing).map(|o| o.buffer.clone()).collect();
@@ -111,8 +124,21 @@ impl Realization {
     }
 }
 
+/// When the kernels of a realize go to the device.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Submit {
+    /// Now (the device coalesces them with later work while it is busy).
+    Now,
+    /// With the readback that follows.
+    WithReadback,
+}
+
 /// Runs `items` in order: runs of kernels on one device in one submission.
-fn run_items(items: &[ScheduleItem], memory: &UOpMap<DeviceBuffer>) -> Result<(), EngineError> {
+fn run_items(
+    items: &[ScheduleItem],
+    memory: &UOpMap<DeviceBuffer>,
+    submit: Submit,
+) -> Result<(), EngineError> {
     let mut start = 0;
     while start < items.len() {
         let item = &items[start];
@@ -129,7 +155,7 @@ fn run_items(items: &[ScheduleItem], memory: &UOpMap<DeviceBuffer>) -> Result<()
         let end = (start..items.len())
             .find(|&i| matches!(items[i].kind, ItemKind::Copy) || items[i].device != item.device)
             .unwrap_or(items.len());
-        launch(&items[start..end], memory, backend.as_ref())?;
+        launch(&items[start..end], memory, backend.as_ref(), submit)?;
         start = end;
     }
     Ok(())
@@ -140,6 +166,7 @@ fn launch(
     items: &[ScheduleItem],
     memory: &UOpMap<DeviceBuffer>,
     backend: &dyn Backend,
+    submit: Submit,
 ) -> Result<(), EngineError> {
     let mut kernels: Vec<std::sync::Arc<Compiled>> = Vec::with_capacity(items.len());
     for item in items {
@@ -156,8 +183,11 @@ fn launch(
             vars: vec![],
         })
         .collect();
-    let debug = flags::debug();
-    let times = backend.run(&launches, flags::timing())?;
+    let (debug, timed) = (flags::debug(), flags::timing());
+    let times = match submit {
+        Submit::WithReadback if !timed => backend.record(&launches).map(|()| vec![None; launches.len()])?,
+        _ => backend.run(&launches, timed)?,
+    };
     jit::record_kernels(&items[0].device, items, &kernels, memory);
     for ((item, k), time) in items.iter().zip(&kernels).zip(times) {
         let bytes = k.estimate.bytes_read + k.estimate.bytes_written;

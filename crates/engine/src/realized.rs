@@ -87,13 +87,18 @@ pub fn resolve(root: &UOp) -> UOp {
 /// The image of every node of `root`'s graph once the nodes realized before are replaced by
 /// their buffers (empty when nothing was realized before).
 pub(crate) fn resolve_all(root: &UOp) -> UOpMap<UOp> {
+    resolve_walked(root, &root.toposort())
+}
+
+/// [`resolve_all`] of `root`, whose nodes are `topo`.
+pub(crate) fn resolve_walked(root: &UOp, topo: &[UOp]) -> UOpMap<UOp> {
     let t = table();
     if t.entries.is_empty() {
         return UOpMap::default();
     }
     let leaf = |u: &UOp| matches!(u.op(), Ops::Buffer | Ops::Const | Ops::Device);
     let hits: UOpMap<UOp> =
-        root.toposort().into_iter().filter(|u| !leaf(u)).filter_map(|u| t.get(&u).map(|v| (u, v))).collect();
+        topo.iter().filter(|u| !leaf(u)).filter_map(|u| t.get(u).map(|v| (u.clone(), v))).collect();
     drop(t);
     if hits.is_empty() { UOpMap::default() } else { root.substitute_all(&hits) }
 }

@@ -37,6 +37,9 @@ impl UOp {
 
     /// `self` with every key of `map` replaced by its value (replacements are not visited).
     pub fn substitute(&self, map: &UOpMap<UOp>) -> UOp {
+        if let Some(root) = map.get(self) {
+            return root.clone(); // nothing under a replacement is visited
+        }
         let mut done = self.substitute_all(map);
         done.remove(self).unwrap_or_else(|| self.clone())
     }

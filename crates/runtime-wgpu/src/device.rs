@@ -11,20 +11,21 @@
 //!   waits or compiles; after a loss every such call fails with
 //!   [`RuntimeError::DeviceLost`].
 //! - Work is only waited for in [`Device::sync`], readbacks and timed runs.
-//! - Every submit first carries the uploads staged since the last one (see `transfer.rs`),
-//!   so writes land before the work that follows them and a schedule with its inputs is one
-//!   submit.
+//! - Everything goes to the queue through one command stream in the order it was asked for
+//!   (see `submit.rs`): uploads land before the work recorded after them, a schedule with its
+//!   inputs is one submit, and work recorded while the device is busy is coalesced.
 
 use std::sync::{Arc, Mutex};
 
-use crate::batch::{Batch, record};
+use crate::batch::Batch;
 use crate::bind::BindGroupCache;
 use crate::buffer::Buffer;
 use crate::error::{Result, RuntimeError, scoped};
 use crate::info::{AdapterSummary, DeviceFeatures, DeviceKind, DeviceLimits, tensor_cores};
 use crate::pipeline::{Pipeline, PipelineCache};
 use crate::pool::{BufferPool, MemoryStats};
-use crate::transfer::Uploads;
+use crate::submit::Stream;
+use crate::transfer::BELT_CHUNK;
 use wgrad_codegen::TensorCoreShape;
 
 /// Environment variable naming the adapter to use (case-insensitive name substring).
@@ -56,7 +57,8 @@ pub struct Device {
     pub(crate) bind_groups: BindGroupCache,
     /// Buffers holding symbolic variable values, by value (see `program.rs`).
     pub(crate) var_buffers: Mutex<std::collections::HashMap<Vec<i32>, Buffer>>,
-    pub(crate) uploads: Mutex<Uploads>,
+    /// The command stream not submitted yet, and the staging belt (see `submit.rs`).
+    pub(crate) stream: Mutex<Stream>,
     health: Arc<Health>,
 }
 
@@ -167,7 +169,7 @@ impl Device {
             pipelines: PipelineCache::default(),
             bind_groups: BindGroupCache::default(),
             var_buffers: Mutex::default(),
-            uploads: Mutex::new(Uploads::new(&device)),
+            stream: Mutex::new(Stream::new(&device, BELT_CHUNK)),
             health,
             device,
             queue,
@@ -266,26 +268,6 @@ impl Device {
         Batch::new(self.limits.max_workgroups_per_dimension)
     }
 
-    /// Encodes every launch of `batch` into one command buffer (after the uploads staged
-    /// since the last submit) and submits it, without waiting. If encoding fails nothing of
-    /// the batch runs.
-    pub fn submit(&self, batch: Batch) -> Result<()> {
-        self.check()?;
-        if batch.is_empty() {
-            return Ok(());
-        }
-        self.submit_recorded("batch submit", |encoder| {
-            let groups: Vec<_> = batch.dispatches().iter().map(|d| self.bind_group(d)).collect();
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("wgrad batch"),
-                timestamp_writes: None,
-            });
-            for (dispatch, group) in batch.dispatches().iter().zip(&groups) {
-                record(&mut pass, dispatch, group);
-            }
-        })
-    }
-
     /// The bind group of a recorded launch: made when it was prepared, else from the cache.
     pub(crate) fn bind_group(&self, dispatch: &crate::batch::Dispatch) -> wgpu::BindGroup {
         match &dispatch.bind_group {
@@ -305,14 +287,18 @@ impl Device {
         Ok(())
     }
 
-    /// Waits until all submitted work has finished, then reports any error recorded
-    /// outside of scopes (including device loss).
+    /// Submits everything recorded and waits until it has finished, then reports any error
+    /// recorded outside of scopes (including device loss).
     pub fn sync(&self) -> Result<()> {
         self.check()?;
-        self.flush_uploads()?;
-        self.device
+        self.flush_stream()?;
+        let status = self
+            .device
             .poll(wgpu::PollType::wait_indefinitely())
             .map_err(|e| RuntimeError::Wait(e.to_string()))?;
+        if status.is_queue_empty() {
+            self.settled();
+        }
         self.check()
     }
 

@@ -6,10 +6,12 @@
 //! - [`Buffer`]: storage memory from a size-bucketed pool ([`bucket_size`],
 //!   [`MemoryStats`]); dropping the last handle returns it to the pool.
 //! - [`Pipeline`]: a compiled entry point, cached by (source, entry point).
-//! - [`Batch`]: many launches recorded for one encoder and one submit (after the uploads
-//!   staged since the last one); [`fold_workgroups`] documents how launches over 65535
-//!   workgroups are folded; bind groups are cached by (pipeline, buffers), and a
-//!   [`Prepared`] launch carries its own.
+//! - [`Batch`]: many launches recorded for one compute pass; [`Device::submit`] puts it in
+//!   the device's command stream (after the uploads staged before it) and submits the stream
+//!   when the device is idle, coalescing batches while it is busy ([`Device::record`] leaves
+//!   it for the next submit, [`Device::flush`] submits now); [`fold_workgroups`] documents
+//!   how launches over 65535 workgroups are folded; bind groups are cached by (pipeline,
+//!   buffers), and a [`Prepared`] launch carries its own.
 //! - [`GpuProgram`]: a codegen `Program` rendered to WGSL for this device
 //!   ([`Device::compile`], [`Device::target`]) and launched with [`Device::launch`].
 //! - [`Device::run_timed`]: per-launch GPU times from timestamp queries.
@@ -41,6 +43,7 @@ mod info;
 mod pipeline;
 mod pool;
 mod program;
+mod submit;
 mod timing;
 mod transfer;
 
@@ -52,4 +55,5 @@ pub use info::{AdapterSummary, DeviceFeatures, DeviceKind, DeviceLimits};
 pub use pipeline::Pipeline;
 pub use pool::{MemoryStats, bucket_size};
 pub use program::GpuProgram;
+pub use submit::MAX_PENDING;
 pub use wgpu;

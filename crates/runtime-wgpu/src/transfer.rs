@@ -1,44 +1,30 @@
-//! Moving bytes between host and device: uploads through a staging belt into the encoder of
-//! the next submit, readback through a pooled `MAP_READ` staging buffer.
+//! Moving bytes between host and device: uploads through a staging belt into the command
+//! stream (`submit.rs`), readback through a pooled `MAP_READ` staging buffer.
 //!
 //! Invariants:
 //! - A write up to [`BELT_WRITE_MAX`] bytes is copied into a chunk of the staging belt (chunks
 //!   are reused once the GPU has read them, so a loop of uploads allocates nothing after its
-//!   first steps) and its copy recorded in the pending upload encoder; every submit (a
-//!   batch, a readback, a sync) submits that encoder's commands first, in the same submit.
-//!   A larger write goes through `queue.write_buffer` after the pending uploads are
-//!   submitted. Either way writes land after every batch submitted earlier and before the
-//!   next one, in the order they were made.
+//!   first steps) and its copy recorded at the end of the command stream, which the next
+//!   submit carries. A larger write goes through `queue.write_buffer` after the stream is
+//!   submitted. Either way writes land after every batch recorded earlier and before every
+//!   later one, in the order they were made.
 //! - Writes need 4-byte aligned offsets and lengths (a wgpu rule); reads take any byte
 //!   range inside the buffer's requested size and copy the enclosing aligned range.
 //! - A readback waits for all previously submitted work, then for its own copy.
 
 use std::ops::Range;
-use std::sync::{MutexGuard, mpsc};
+use std::sync::mpsc;
 
 use crate::buffer::Buffer;
 use crate::device::Device;
 use crate::error::{Result, RuntimeError, scoped};
+use crate::submit::Stream;
 
 /// Largest write staged in the belt; larger ones go through the queue's own staging.
 pub(crate) const BELT_WRITE_MAX: u64 = 16 << 20;
 
 /// Bytes of one belt chunk (writes share chunks; a chunk serves one submit at a time).
-const BELT_CHUNK: u64 = 1 << 20;
-
-/// Uploads staged since the last submit.
-pub(crate) struct Uploads {
-    belt: wgpu::util::StagingBelt,
-    /// The encoder holding their copies, created by the first write after a submit.
-    encoder: Option<wgpu::CommandEncoder>,
-}
-
-impl Uploads {
-    /// An empty belt for `device`.
-    pub(crate) fn new(device: &wgpu::Device) -> Self {
-        Self { belt: wgpu::util::StagingBelt::new(device.clone(), BELT_CHUNK), encoder: None }
-    }
-}
+pub(crate) const BELT_CHUNK: u64 = 1 << 20;
 
 impl Device {
     /// Writes `data` into `buffer` at byte `offset` (both multiples of 4).
@@ -50,63 +36,20 @@ impl Device {
         self.check()?;
         let Some(size) = std::num::NonZeroU64::new(data.len() as u64) else { return Ok(()) };
         if size.get() > BELT_WRITE_MAX {
-            self.flush_uploads()?;
+            self.flush_stream()?;
             return scoped(&self.device, || self.queue.write_buffer(buffer.raw(), offset, data))
                 .map_err(|e| RuntimeError::from_wgpu(e, "buffer write"));
         }
-        let mut uploads = self.lock_uploads();
-        let Uploads { belt, encoder } = &mut *uploads;
+        let mut stream = self.lock_stream();
+        let Stream { belt, uploads, .. } = &mut *stream;
         scoped(&self.device, || {
-            let encoder = encoder.get_or_insert_with(|| {
+            let encoder = uploads.get_or_insert_with(|| {
                 self.device
                     .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("wgrad uploads") })
             });
             belt.write_buffer(encoder, buffer.raw(), offset, size).copy_from_slice(data);
         })
         .map_err(|e| RuntimeError::from_wgpu(e, "buffer write"))
-    }
-
-    fn lock_uploads(&self) -> MutexGuard<'_, Uploads> {
-        // a panic cannot leave the belt half-updated in a way later calls would trip over
-        self.uploads.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Records `work` into a command buffer and submits it in one submit after the pending
-    /// uploads' command buffer. If recording fails only the uploads are submitted.
-    pub(crate) fn submit_recorded(
-        &self,
-        context: &'static str,
-        work: impl FnOnce(&mut wgpu::CommandEncoder),
-    ) -> Result<()> {
-        let mut uploads = self.lock_uploads();
-        let Uploads { belt, encoder } = &mut *uploads;
-        let staged = encoder.take().map(wgpu::CommandEncoder::finish);
-        let commands = scoped(&self.device, || {
-            let mut encoder =
-                self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(context) });
-            work(&mut encoder);
-            encoder.finish()
-        })
-        .map_err(|e| RuntimeError::from_wgpu(e, context));
-        belt.finish();
-        let (commands, failed) = match commands {
-            Ok(c) => (Some(c), None),
-            Err(e) => (None, Some(e)),
-        };
-        let submitted = self.submit_commands(staged.into_iter().chain(commands), context);
-        belt.recall();
-        match failed {
-            Some(e) => Err(e),
-            None => submitted,
-        }
-    }
-
-    /// Submits the pending uploads, if any.
-    pub(crate) fn flush_uploads(&self) -> Result<()> {
-        if self.lock_uploads().encoder.is_none() {
-            return Ok(());
-        }
-        self.submit_recorded("upload submit", |_| {})
     }
 
     /// A new buffer holding `data`.
@@ -185,9 +128,13 @@ impl Device {
             // The receiver only disappears if the caller already failed.
             let _ = done.send(result);
         });
-        self.device
+        let status = self
+            .device
             .poll(wgpu::PollType::wait_indefinitely())
             .map_err(|e| RuntimeError::Wait(e.to_string()))?;
+        if status.is_queue_empty() {
+            self.settled();
+        }
         self.check()?;
         wait.recv()
             .map_err(|_| RuntimeError::Wait("map callback never ran".to_owned()))?

@@ -103,6 +103,12 @@ impl Tensor {
 
     /// Computes several tensors in one schedule: shared work is done once.
     pub fn realize_all(tensors: &[&Tensor]) -> Result<()> {
+        Tensor::realize_with(tensors, false)
+    }
+
+    /// [`Tensor::realize_all`]; with `readback`, the kernels go to the device with the readback
+    /// that follows (one submission for both).
+    fn realize_with(tensors: &[&Tensor], readback: bool) -> Result<()> {
         let bases: Vec<UOp> = tensors.iter().map(|t| base(&t.uop())).collect();
         if bases.iter().all(|b| matches!(b.op(), Ops::Buffer | Ops::Const)) {
             return Ok(()); // nothing to compute (a readback of a realized tensor lands here)
@@ -115,7 +121,10 @@ impl Tensor {
             }
         }
         drop(bases);
-        pending.run()?;
+        match readback {
+            true => pending.run_for_readback()?,
+            false => pending.run()?,
+        };
         Ok(())
     }
 
@@ -157,7 +166,7 @@ impl Tensor {
     /// `to_vec` computes them).
     pub(crate) fn bytes(&self) -> Result<Vec<u8>> {
         let dense = self.contiguous();
-        dense.realize()?;
+        Tensor::realize_with(&[&dense], true)?;
         let buf = dense.buffer().ok_or_else(|| {
             TensorError::Engine(wgrad_engine::EngineError::Unschedulable(
                 "a realized tensor without a buffer".into(),

@@ -303,15 +303,23 @@ fn an_adam_step_is_one_schedule_of_a_kernel_per_state_tensor() {
 }
 
 #[test]
-fn set_lr_changes_the_step() {
+fn set_lr_changes_the_step_and_compiles_nothing_new() {
     let _serial = serial();
     let w = Tensor::from_slice(&[1.0f32], &[1]).unwrap();
     w.set_requires_grad(true).unwrap();
     let mut opt = Sgd::new(vec![w.clone()], 0.1, 0.0, 0.0, false).unwrap();
-    opt.set_lr(0.5).unwrap();
-    w.sum(&[], false).unwrap().backward().unwrap();
-    opt.step().unwrap();
-    assert_eq!(w.to_vec::<f32>().unwrap(), [0.5]);
+    let mut compiled = vec![];
+    for lr in [0.5, 0.25, 0.125, 0.0625] {
+        opt.set_lr(lr).unwrap();
+        w.sum(&[], false).unwrap().backward().unwrap();
+        opt.step().unwrap();
+        opt.zero_grad();
+        compiled.push(wgrad_engine::cached_kernels());
+    }
+    // each step subtracts its learning rate (the gradient is 1)
+    assert_eq!(w.to_vec::<f32>().unwrap(), [0.0625]);
+    // a new learning rate is data, not a kernel of its own
+    assert!(compiled.windows(2).all(|w| w[0] == w[1]), "kernels compiled per step: {compiled:?}");
 }
 
 #[test]

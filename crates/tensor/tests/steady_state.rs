@@ -1,11 +1,13 @@
 //! The steady state of a training loop, from the engine's counters (one test: they are
-//! process-wide): an eager loop reuses its schedules (schedule cache hits), kernels and
-//! pooled buffers, and a jitted loop of 100 steps creates no buffers and no bind groups
-//! after its first replay; with `JIT=0` a jitted function runs every call.
+//! process-wide): an eager loop reuses its schedules (schedule cache hits), kernels (a new
+//! learning rate every step included) and pooled buffers, a realize read back is one
+//! submission, and a jitted loop of 100 steps creates no buffers and no bind groups after its
+//! first replay; with `JIT=0` a jitted function runs every call.
 
 mod common;
 
 use std::cell::RefCell;
+use std::time::Duration;
 
 use wgrad_engine::{counters, flags, reset_counters};
 use wgrad_tensor::nn::{Linear, Module};
@@ -58,27 +60,35 @@ fn loops_reuse_schedules_kernels_buffers_and_bind_groups() {
             reset_counters();
             let mut hits = vec![];
             let mut compiled = vec![];
-            for i in 0..6 {
+            // a new learning rate every step is data, not a new kernel
+            let eager_step = |i: usize| {
+                mlp.opt.borrow().set_lr(1e-2 / (i + 1) as f64).unwrap();
                 let [x, y] = batch(i);
                 mlp.step(&[x, y]).unwrap()[0].item::<f32>().unwrap();
+            };
+            for i in 0..6 {
+                eager_step(i);
                 hits.push(counters().schedule_cache_hits);
                 compiled.push(wgrad_engine::cached_kernels());
             }
-            // after the first step both schedules of a step hit: the update (whose assigns are
-            // new nodes every step) and the loss's readback
+            // after the first step all three schedules of a step hit: the learning rate's
+            // assign, the update (whose assigns are new nodes every step) and the loss's readback
             let per_step: Vec<u64> = hits.windows(2).map(|w| w[1] - w[0]).collect();
-            assert!(per_step[1..].iter().all(|&n| n == 2), "{device}: hits {hits:?}");
+            assert!(per_step[1..].iter().all(|&n| n == 3), "{device}: hits {hits:?}");
             assert!(compiled.windows(2).skip(1).all(|w| w[0] == w[1]), "{device}: no kernel compiled again");
             let buffers = created().0;
-            for i in 0..10 {
-                let [x, y] = batch(i);
-                mlp.step(&[x, y]).unwrap()[0].item::<f32>().unwrap();
-            }
+            (6..16).for_each(eager_step);
             if device != DeviceName::Cpu {
                 // (bind groups settle too, but an eager step's memory comes from the pool in an
                 // order that varies, so a new combination now and then is allowed)
                 assert_eq!(created().0, buffers, "{device}: the pool serves every eager step's memory");
+                // a realize read back goes to the device with its readback: one submission
+                let x = Tensor::from_slice(&[1.5f32, 2.0], &[2]).unwrap();
+                let submits = counters().submits;
+                assert_eq!(x.mul(2.0).unwrap().to_vec::<f32>().unwrap(), [3.0, 4.0]);
+                assert_eq!(counters().submits, submits + 1, "{device}: kernel and readback in one submit");
             }
+            assert!(counters().device_wait > Duration::ZERO, "{device}: readbacks wait for the device");
 
             let mut jit = TinyJit::new(|xy: &[Tensor]| mlp.step(xy));
             let mut after_capture = (0, 0);

@@ -12,6 +12,7 @@ use wgrad_runtime_cpu::{CpuBuffer, CpuProgram};
 
 use super::{Backend, CompiledProgram, Created, DeviceBuffer, Graph, Held, Launch, Swap};
 use crate::EngineError;
+use crate::counters::count_wait;
 
 /// What the backend's live buffers hold: bytes and buffers.
 #[derive(Default)]
@@ -83,7 +84,8 @@ fn program(p: &CompiledProgram) -> Result<&CpuProgram, EngineError> {
     p.raw.downcast_ref::<CpuProgram>().ok_or_else(|| EngineError::Runtime("not a CPU program".into()))
 }
 
-/// Runs one launch on `workers` threads; its time when `timed`.
+/// Runs one launch on `workers` threads (device time: the host waits for it); its time when
+/// `timed`.
 fn run_one(
     compiled: &CompiledProgram,
     buffers: &[&DeviceBuffer],
@@ -97,7 +99,9 @@ fn run_one(
     program(compiled)?
         .run_shared(&buffers, &vars, workers)
         .map_err(|e| EngineError::Runtime(e.to_string()))?;
-    Ok(timed.then(|| start.elapsed()))
+    let elapsed = start.elapsed();
+    count_wait(elapsed);
+    Ok(timed.then_some(elapsed))
 }
 
 /// Captured launches on the CPU: the interpreter has nothing to prepare, so a run is the
@@ -197,7 +201,7 @@ impl Backend for CpuBackend {
     }
 
     fn created(&self) -> Created {
-        Created { buffers: self.allocated.load(Ordering::Relaxed), bind_groups: 0 }
+        Created { buffers: self.allocated.load(Ordering::Relaxed), bind_groups: 0, submits: 0 }
     }
 
     fn held(&self) -> Held {

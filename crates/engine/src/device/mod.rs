@@ -11,6 +11,10 @@
 //!   `dtype.itemsize() * len` of them;
 //! - `run` (and [`Graph::run`]) executes the launches in order, as if each finished before
 //!   the next started, and returns one entry per launch (`Some` time only when `timed`);
+//!   [`Backend::record`]ed launches run, in order, before anything asked of the device after
+//!   them;
+//! - the host's time blocked on the device (readbacks, timed runs; the CPU's kernels) is
+//!   counted (`Counters::device_wait`);
 //! - a failure is an [`EngineError`], never a panic: a buffer the device cannot hold is
 //!   [`EngineError::OutOfMemory`] (the device stays usable), and after a loss (or
 //!   [`Backend::destroy`]) every operation is [`EngineError::DeviceLost`].
@@ -91,6 +95,9 @@ pub struct Created {
     pub buffers: u64,
     /// Bind groups created (wgpu).
     pub bind_groups: u64,
+    /// Submissions to the device's queue (wgpu; work handed over while the device is busy
+    /// shares one). The CPU runs each batch as it comes and counts none.
+    pub submits: u64,
 }
 
 /// Device objects held now: a loop that allocates nothing after its first steps keeps these
@@ -121,6 +128,13 @@ pub trait Backend: Send + Sync {
     fn compile(&self, program: &Program) -> Result<CompiledProgram, EngineError>;
     /// Runs all launches in order as one submission; per-launch GPU times when `timed`.
     fn run(&self, launches: &[Launch<'_>], timed: bool) -> Result<Vec<Option<Duration>>, EngineError>;
+    /// Records `launches` to run in order with the device's next submission instead of
+    /// submitting them now, so the readback of their results that follows is one submission
+    /// with them (work recorded and never read back runs with the next `run` or `copy_out`).
+    /// The default runs them now.
+    fn record(&self, launches: &[Launch<'_>]) -> Result<(), EngineError> {
+        self.run(launches, false).map(drop)
+    }
     /// Gives the device up now (wgpu: `Device::destroy`, which is also how a lost device
     /// looks): every later operation on it fails with [`EngineError::DeviceLost`].
     fn destroy(&self);

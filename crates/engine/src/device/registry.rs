@@ -120,5 +120,6 @@ pub fn created() -> Created {
     opened.values().flatten().map(|b| b.created()).fold(Created::default(), |a, c| Created {
         buffers: a.buffers + c.buffers,
         bind_groups: a.bind_groups + c.bind_groups,
+        submits: a.submits + c.submits,
     })
 }

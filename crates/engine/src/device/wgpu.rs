@@ -1,6 +1,8 @@
 //! The wgpu backend: kernels rendered to WGSL and run on a GPU (or Mesa lavapipe) through
-//! `wgrad-runtime-wgpu`. The launches of one `run` are recorded into one batch and submitted
-//! once; nothing waits for the GPU until bytes are read back (or times are asked for). A
+//! `wgrad-runtime-wgpu`. The launches of one `run` are recorded into one batch and handed to
+//! the device's command stream, which submits it at once when the GPU is idle and coalesces
+//! it with later work while the GPU is busy; `record` leaves it for the readback that
+//! follows. Nothing waits for the GPU until bytes are read back (or times are asked for). A
 //! [`Graph`] holds its launches prepared (bind groups made): a run records them into one
 //! batch, re-binding only the launches whose buffers were swapped.
 
@@ -9,10 +11,11 @@ use std::time::{Duration, Instant};
 
 use wgrad_codegen::{Program, Target};
 use wgrad_dtype::DType;
-use wgrad_runtime_wgpu::{Buffer, Device, GpuProgram, Prepared, RuntimeError, adapters};
+use wgrad_runtime_wgpu::{Batch, Buffer, Device, GpuProgram, Prepared, RuntimeError, adapters};
 
 use super::{Backend, CompiledProgram, Created, DeviceBuffer, Graph, Held, Launch, Swap};
 use crate::EngineError;
+use crate::counters::count_wait;
 
 /// A wgpu adapter as a device.
 pub struct WgpuBackend {
@@ -24,6 +27,17 @@ impl WgpuBackend {
     /// `e` as an engine error: memory, loss and rejected kernels keep their kind.
     fn runtime(&self, e: RuntimeError) -> EngineError {
         runtime(self.name(), e)
+    }
+
+    /// `launches` recorded into a batch.
+    fn batch(&self, launches: &[Launch<'_>]) -> Result<Batch, EngineError> {
+        let mut batch = self.device.batch();
+        for launch in launches {
+            let program = gpu_program(launch)?;
+            let buffers = launch.buffers.iter().map(|b| buffer(b)).collect::<Result<Vec<_>, _>>()?;
+            self.device.launch(&mut batch, program, &buffers, &launch.vars).map_err(|e| self.runtime(e))?;
+        }
+        Ok(batch)
     }
 }
 
@@ -104,11 +118,19 @@ impl Graph for WgpuGraph {
                 .map_err(|e| runtime(self.name.clone(), e))?;
         }
         if timed {
-            return self.device.run_timed(batch).map_err(|e| runtime(self.name.clone(), e));
+            return timed_run(&self.device, batch).map_err(|e| runtime(self.name.clone(), e));
         }
         self.device.submit(batch).map_err(|e| runtime(self.name.clone(), e))?;
         Ok(vec![None; self.launches.len()])
     }
+}
+
+/// Runs `batch` timed, counting the wait.
+fn timed_run(device: &Device, batch: Batch) -> Result<Vec<Option<Duration>>, RuntimeError> {
+    let start = Instant::now();
+    let times = device.run_timed(batch);
+    count_wait(start.elapsed());
+    times
 }
 
 impl WgpuBackend {
@@ -162,7 +184,10 @@ impl Backend for WgpuBackend {
     }
 
     fn copy_out(&self, buf: &DeviceBuffer) -> Result<Vec<u8>, EngineError> {
-        let mut bytes = self.device.read(buffer(buf)?).map_err(|e| self.runtime(e))?;
+        let start = Instant::now();
+        let read = self.device.read(buffer(buf)?);
+        count_wait(start.elapsed());
+        let mut bytes = read.map_err(|e| self.runtime(e))?;
         bytes.truncate(buf.dtype.itemsize() * buf.len);
         Ok(bytes)
     }
@@ -173,17 +198,17 @@ impl Backend for WgpuBackend {
     }
 
     fn run(&self, launches: &[Launch<'_>], timed: bool) -> Result<Vec<Option<Duration>>, EngineError> {
-        let mut batch = self.device.batch();
-        for launch in launches {
-            let program = gpu_program(launch)?;
-            let buffers = launch.buffers.iter().map(|b| buffer(b)).collect::<Result<Vec<_>, _>>()?;
-            self.device.launch(&mut batch, program, &buffers, &launch.vars).map_err(|e| self.runtime(e))?;
-        }
+        let batch = self.batch(launches)?;
         if timed {
-            return self.device.run_timed(batch).map_err(|e| self.runtime(e));
+            return timed_run(&self.device, batch).map_err(|e| self.runtime(e));
         }
         self.device.submit(batch).map_err(|e| self.runtime(e))?;
         Ok(vec![None; launches.len()])
+    }
+
+    fn record(&self, launches: &[Launch<'_>]) -> Result<(), EngineError> {
+        let batch = self.batch(launches)?;
+        self.device.record(batch).map_err(|e| self.runtime(e))
     }
 
     fn destroy(&self) {
@@ -209,7 +234,11 @@ impl Backend for WgpuBackend {
     }
 
     fn created(&self) -> Created {
-        Created { buffers: self.device.memory().created, bind_groups: self.device.bind_groups_created() }
+        Created {
+            buffers: self.device.memory().created,
+            bind_groups: self.device.bind_groups_created(),
+            submits: self.device.submits(),
+        }
     }
 
     fn held(&self) -> Held {

@@ -71,10 +71,10 @@ impl Normalized {
     }
 }
 
-/// The key of the graph under `sink` for kernels of at most `max_buffers` buffers.
-pub(crate) fn normalize(sink: &UOp, max_buffers: usize) -> Normalized {
-    let topo = sink.toposort();
-    let mut position: UOpMap<u32> = UOpMap::default();
+/// The key of the graph whose nodes are `topo` (a sink's walk, sources first) for kernels of at
+/// most `max_buffers` buffers.
+pub(crate) fn normalize(topo: Vec<UOp>, max_buffers: usize) -> Normalized {
+    let mut position: UOpMap<u32> = UOpMap::with_capacity_and_hasher(topo.len(), Default::default());
     let mut buffers = vec![];
     let mut nodes = Vec::with_capacity(topo.len());
     for (i, u) in topo.iter().enumerate() {

@@ -20,7 +20,7 @@ use wgrad_dtype::DType;
 use wgrad_ops::{Arg, Ops, UOp, UOpMap, WeakUOp};
 
 use crate::lazy::{self, buffer, reshape};
-use crate::realized::resolve_all;
+use crate::realized::resolve_walked;
 use crate::shapes::numel;
 use crate::{DeviceName, EngineError, Shapes};
 use cache::Normalized;
@@ -96,14 +96,24 @@ impl Schedule {
 pub fn schedule_with(targets: &[UOp], max_buffers: usize) -> Result<Schedule, EngineError> {
     // a node the caller holds may change under resolve (a part of it was realized since): its
     // result is recorded under the held node too, or the next realize would compute it again
-    let images = resolve_all(&UOp::sink(targets.to_vec()));
+    let sink = UOp::sink(targets.to_vec());
+    let topo = sink.toposort();
+    let images = resolve_walked(&sink, &topo);
     let resolved: Vec<UOp> = targets.iter().map(|t| images.get(t).unwrap_or(t).clone()).collect();
     let mut held: UOpMap<Vec<UOp>> = UOpMap::default();
     for (old, new) in images.iter().filter(|(old, new)| old != new) {
         held.entry(new.clone()).or_default().push(old.clone());
     }
-    let sink = UOp::sink(resolved.clone());
-    let normal = cache::normalize(&sink, max_buffers);
+    // the walk is the resolved graph's when nothing resolved
+    let (sink, topo) = match held.is_empty() {
+        true => (sink, topo),
+        false => {
+            let sink = UOp::sink(resolved.clone());
+            let topo = sink.toposort();
+            (sink, topo)
+        }
+    };
+    let normal = cache::normalize(topo, max_buffers);
     let (template, hit) = match cache::get(&normal.key) {
         Some(t) => (t, true),
         None => (Arc::new(template(&sink, &normal, max_buffers)?), false),

@@ -8,7 +8,9 @@
 //! Batches are sampled on the host (seeded) and uploaded; each step is one backward pass
 //! and one Adam update, jitted (`JIT=0` runs every step eagerly). It prints the device, a progress bar with the loss and the time left
 //! (on stderr), and, when the kernels run on the CPU (lavapipe or the interpreter), how long
-//! the run will take once the third step (the first replay) has shown the pace.
+//! the run will take once the third step (the first replay) has shown the pace. The last line
+//! gives the pace from the third step on too: the first two compile the kernels (and a cold
+//! driver cache makes that vary from run to run), so jitted and eager runs compare there.
 #![allow(clippy::print_stdout)] // an example's job is to print
 
 mod model;
@@ -143,8 +145,13 @@ fn main() -> Result<(), Box<dyn Error>> {
     let bar = progress(args.steps);
     let every = (args.steps / 10).max(1);
     let train_start = Instant::now();
+    // the first step compiles the kernels and the second captures them: the pace after them
+    let mut steady_start = None;
     for step in 1..=args.steps {
         let step_start = Instant::now();
+        if step == 3 {
+            steady_start = Some(step_start);
+        }
         // the learning rate falls linearly to zero over the run
         opt.borrow().set_lr(args.lr * (1.0 - (step - 1) as f64 / args.steps as f64))?;
         let picks: Vec<usize> = (0..args.batch).map(|_| sampler.below(data.train.len())).collect();
@@ -172,9 +179,13 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     bar.finish_and_clear();
     let train_s = train_start.elapsed().as_secs_f64();
+    let steady = steady_start.map_or(String::new(), |s| {
+        let ms = 1e3 * s.elapsed().as_secs_f64() / (args.steps - 2) as f64;
+        format!(", {ms:.1} ms a step from the third")
+    });
     let acc = accuracy(&model, &data.test, 500)?;
     println!(
-        "test accuracy {acc:.2}% on {} digits; {:.1} s in all ({:.1} s training, {:.0} ms a step)",
+        "test accuracy {acc:.2}% on {} digits; {:.1} s in all ({:.1} s training, {:.0} ms a step{steady})",
         data.test.len(),
         start.elapsed().as_secs_f64(),
         train_s,

@@ -5,8 +5,8 @@
 //! the rest (a model's running statistics) are buffers it realizes with every step.
 //! [`Optimizer::step`] builds every parameter's new value and the optimizer's new state
 //! lazily, assigns them in place (parameters keep their buffers) and realizes all of it in
-//! one schedule, so the whole update is a few fused kernels. The learning rate is a tensor,
-//! so changing it ([`Optimizer::set_lr`]) reuses the compiled kernels.
+//! one schedule, so the whole update is a few fused kernels. The learning rate is a tensor
+//! whose new values are uploaded, so changing it ([`Optimizer::set_lr`]) compiles nothing.
 
 mod adam;
 mod sgd;
@@ -16,7 +16,7 @@ use wgrad_engine::DeviceName;
 use wgrad_ops::UOp;
 
 use crate::error::{Result, TensorError};
-use crate::{Tensor, no_grad};
+use crate::{Tensor, no_grad, with_default_device};
 
 pub use adam::Adam;
 pub use sgd::{Sgd, SgdOpts};
@@ -126,10 +126,13 @@ pub trait Optimizer {
         self.group().params.iter().for_each(Tensor::zero_grad);
     }
 
-    /// Sets the learning rate (from the next step on).
+    /// Sets the learning rate (from the next step on). The value is uploaded, not written
+    /// into a kernel, so a schedule that changes it every step compiles nothing new (and a
+    /// jitted step reads it from the same buffer).
     fn set_lr(&self, lr: f64) -> Result<()> {
         let group = self.group();
-        group.lr.assign(&scalar(lr, group.lr.device()))?.realize()?;
+        let value = with_default_device(group.lr.device(), || Tensor::from_slice(&[lr as f32], &[]))?;
+        group.lr.assign(&value)?.realize()?;
         Ok(())
     }
 }
