@@ -2,10 +2,12 @@
 //! ASTs with their input data ([`random_ast`]), the graph fuzzer of random Tensor programs
 //! ([`graph_fuzz`]), kernels of the shapes the heuristics plan for ([`shapes`]), kernels whose
 //! lanes fold into vector accesses or must not ([`vectors`]), half-precision matmuls for tensor
-//! cores ([`tensor_cores`]), the comparison the tests judge
+//! cores ([`tensor_cores`]), one-hot reduces that collapse into indexed loads ([`one_hot`]), the
+//! comparison the tests judge
 //! results by, and the policy for tests that need a GPU ([`wgpu_device`]).
 
 pub mod graph_fuzz;
+pub mod one_hot;
 pub mod random_ast;
 mod rng;
 pub mod shapes;

@@ -5,11 +5,13 @@
 
 use wgrad_codegen::ast_eval::eval_ast;
 use wgrad_codegen::{CodegenError, LowerError, OptMode, Target, compile};
+use wgrad_conformance::one_hot::one_hot_cases;
 use wgrad_conformance::random_ast::Case;
 use wgrad_conformance::shapes::{tuned_cases, tuned_targets};
 use wgrad_conformance::vectors::{vector_accesses, vector_cases};
 use wgrad_conformance::{Rng, close};
 use wgrad_dtype::ConstValue;
+use wgrad_ops::Ops;
 use wgrad_runtime_cpu::run;
 
 /// Compiles `case` with `mode` for `target`, runs it on the interpreter and compares with the
@@ -109,6 +111,23 @@ fn tuned_shapes_match_the_ast_evaluator() {
         {
             let label = format!("{name} on {} wanting {} threads", target.name, target.parallelism);
             check_on(target, &case, &OptMode::Heuristic, &inputs, &label);
+        }
+    }
+}
+
+#[test]
+fn one_hot_reduces_collapse_and_match_the_ast_evaluator() {
+    for one_hot in one_hot_cases() {
+        let inputs = one_hot.inputs(&mut Rng(5));
+        for target in [Target::generic_gpu(), Target::no_locals(), Target::tiny()] {
+            for mode in [OptMode::NoOpt, OptMode::Heuristic] {
+                let label = format!("{} on {} ({mode:?})", one_hot.name, target.name);
+                check_on(&target, &one_hot.case, &mode, &inputs, &label);
+                if let Ok((_, program)) = compile(&one_hot.case.ast, &target, &mode, "k") {
+                    let loops = program.uops.iter().any(|u| u.op() == Ops::DefineAcc);
+                    assert!(!loops, "{label}: the reduce is left as a loop\n{program}");
+                }
+            }
         }
     }
 }

@@ -5,6 +5,7 @@
 //! `WGRAD_GPU_DIFF_CASES` sets the number of random cases (300).
 
 use wgrad_codegen::{OptMode, Program, Target, compile};
+use wgrad_conformance::one_hot::one_hot_cases;
 use wgrad_conformance::random_ast::Case;
 use wgrad_conformance::shapes::{tuned_cases, tuned_targets};
 use wgrad_conformance::vectors::{vector_accesses, vector_cases};
@@ -101,5 +102,16 @@ fn tuned_shapes_on_wgpu_match_the_interpreter() {
                 .unwrap_or_else(|e| panic!("{label}: codegen failed: {e}"));
             check(&device, &case, &program, &inputs, &label);
         }
+    }
+}
+
+#[test]
+fn one_hot_reduces_on_wgpu_match_the_interpreter() {
+    let Some(device) = wgpu_device() else { return };
+    for one_hot in one_hot_cases() {
+        let inputs = one_hot.inputs(&mut Rng(5));
+        let (_, program) = compile(&one_hot.case.ast, &device.target(), &OptMode::Heuristic, "k")
+            .unwrap_or_else(|e| panic!("{}: codegen failed: {e}", one_hot.name));
+        check(&device, &one_hot.case, &program, &inputs, one_hot.name);
     }
 }

@@ -4,14 +4,16 @@
 //! (a register tile over filters and window positions, `conv`), a matmul-shaped kernel (a
 //! register tile, `tile`), a long reduce with few outputs (a grouped reduce,
 //! `grouping`); every other kernel gets tinygrad v0.10's remaining rules in order (masked and
-//! broadcast upcasts, unrolling, one more upcast, locals). An opt the kernel or target refuses
-//! is skipped; the caller decides whether to optimise at all (NOOPT).
+//! broadcast upcasts, unrolling, one more upcast, locals). A one-hot reduce that collapses into
+//! indexed loads (`collapse`) gets only the output-axis rules. An opt the kernel or target
+//! refuses is skipped; the caller decides whether to optimise at all (NOOPT).
 
 use wgrad_ops::{Arg, Ops};
 use wgrad_shape::{ShapeTracker, Sint};
 
 use crate::{Kernel, Opt, OptOps};
 
+mod collapse;
 mod conv;
 mod grouping;
 mod operands;
@@ -47,6 +49,14 @@ fn last_stride(st: &ShapeTracker, axis: usize) -> i64 {
 
 /// Optimises `k` without a search (see the module doc for the order of the rules).
 pub fn hand_coded_optimizations(k: &mut Kernel) {
+    if collapse::reduce_collapses(k) {
+        // a one-hot reduce that lowers to indexed loads: only its output axes get opts
+        upcast_masked(k);
+        upcast_broadcasts(k);
+        upcast_last(k);
+        make_locals(k);
+        return;
+    }
     if tensor_core::tensor_cores(k)
         || matvec(k)
         || conv::conv_tile(k)

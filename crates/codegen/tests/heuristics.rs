@@ -211,3 +211,18 @@ fn no_lone_upcast_where_no_buffer_is_contiguous() {
     let k = optimized(&store_ast(transposed(), load(1, transposed()) * 2.0f32), Target::generic_gpu());
     assert_eq!(k.upcasted(), 0, "{}", k.describe_opts());
 }
+
+#[test]
+fn one_hot_reduces_get_only_output_opts() {
+    // a vocabulary of 32000 (which an unroll by 4 divides) with few outputs (which a group would
+    // fill): the reduce collapses into loads when lowered, so it stays a plain loop and only the
+    // output axes (tokens, dim) get opts, as for an elementwise kernel
+    let few = optimized(&embedding_ast(2, 32000, 64), Target::generic_gpu());
+    assert_eq!(few.applied_opts(), opts(&[(Upcast, 1, 4), (Local, 1, 16), (Local, 0, 2)]));
+    let many = optimized(&embedding_ast(4096, 32000, 64), Target::generic_gpu());
+    let want = [(Upcast, 1, 4), (Upcast, 0, 4), (Local, 1, 16), (Local, 0, 8)];
+    assert_eq!(many.applied_opts(), opts(&want));
+    // a plain long sum with few outputs is grouped as before
+    let sum = optimized(&sum_ast(&[2, 32000], &[1]), Target::generic_gpu());
+    assert!(sum.applied_opts().iter().any(|o| o.op == Group), "{}", sum.describe_opts());
+}

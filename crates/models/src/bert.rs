@@ -6,12 +6,15 @@
 //! half kernels compute in float32 inside is float32 here too: layer norms, the attention
 //! scores and softmax, the activation. Matmuls accumulate in float32 as everywhere in wgrad.
 //!
-//! Word embeddings are gathered on the host: `Tensor::embedding` is a one-hot reduce over the
-//! vocabulary (tinygrad's formulation), which costs `vocab_size` times the output without
-//! tinygrad's codegen rewrite that folds such a reduce into one indexed load.
+//! The embeddings are `Tensor::embedding` on the device: a one-hot reduce over the vocabulary
+//! (tinygrad's formulation), which codegen collapses into one indexed load per element.
+//!
+//! [`BertModel::encode`] is the forward on token tensors already on the device, so a caller can
+//! jit it (`TinyJit`); [`BertModel::forward`] checks and uploads a [`TokenBatch`] first.
 
 use std::path::Path;
 
+use wgrad_tensor::Result as TensorResult;
 use wgrad_tensor::nn::{LayerNorm, Linear};
 use wgrad_tensor::{DType, Tensor};
 
@@ -35,7 +38,7 @@ fn layer_norm(weights: &Weights, name: &str, config: &BertConfig) -> Result<Laye
 }
 
 /// `norm(x)` computed in float32, the result in `dtype`.
-fn normalized(norm: &LayerNorm, x: &Tensor, dtype: DType) -> Result<Tensor> {
+fn normalized(norm: &LayerNorm, x: &Tensor, dtype: DType) -> TensorResult<Tensor> {
     Ok(norm.forward(&x.float())?.cast(dtype))
 }
 
@@ -87,11 +90,11 @@ impl BertLayer {
 
     /// The layer on `x` `(batch, seq, hidden)`, attending only where `keys` `(batch, 1, 1, seq)`
     /// is true.
-    fn forward(&self, x: &Tensor, keys: &Tensor, config: &BertConfig) -> Result<Tensor> {
+    fn forward(&self, x: &Tensor, keys: &Tensor, config: &BertConfig) -> TensorResult<Tensor> {
         let (b, s, dtype) = (x.shape()[0] as isize, x.shape()[1] as isize, x.dtype());
         let (heads, h) = (config.num_attention_heads as isize, config.hidden_size as isize);
         let qkv = self.qkv.forward(x)?.split(&[h as usize; 3], -1)?;
-        let heads_first = |t: &Tensor| -> Result<Tensor> {
+        let heads_first = |t: &Tensor| -> TensorResult<Tensor> {
             Ok(t.reshape(&[b, s, heads, h / heads])?.transpose(1, 2)?.float())
         };
         let (q, k, v) = (heads_first(&qkv[0])?, heads_first(&qkv[1])?, heads_first(&qkv[2])?);
@@ -118,9 +121,7 @@ pub struct BertModel {
     /// The encoder's shape.
     pub config: BertConfig,
     dtype: DType,
-    /// The word embedding table `(vocab, hidden)` as little-endian bytes of the model's dtype,
-    /// on the host.
-    word_table: Vec<u8>,
+    words: Tensor,
     token_types: Tensor,
     positions: Tensor,
     embeddings_norm: LayerNorm,
@@ -142,12 +143,7 @@ impl BertModel {
     /// The encoder of `config` with the weights named as `transformers` names them.
     pub fn from_weights(config: BertConfig, weights: &Weights, dtype: DType) -> Result<BertModel> {
         let h = config.hidden_size;
-        let words = weights.take("embeddings.word_embeddings.weight", &[config.vocab_size, h], DType::F32)?;
-        let words = words.to_vec::<f32>()?;
-        let word_table = match dtype {
-            DType::F16 => words.iter().flat_map(|&v| half::f16::from_f32(v).to_le_bytes()).collect(),
-            _ => words.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        };
+        let words = weights.take("embeddings.word_embeddings.weight", &[config.vocab_size, h], dtype)?;
         let token_types =
             weights.take("embeddings.token_type_embeddings.weight", &[config.type_vocab_size, h], dtype)?;
         let positions = weights.take(
@@ -159,7 +155,7 @@ impl BertModel {
         let layers = (0..config.num_hidden_layers)
             .map(|i| BertLayer::load(weights, i, &config, dtype))
             .collect::<Result<Vec<_>>>()?;
-        Ok(BertModel { config, dtype, word_table, token_types, positions, embeddings_norm, layers })
+        Ok(BertModel { config, dtype, words, token_types, positions, embeddings_norm, layers })
     }
 
     /// The dtype of the weights and hidden states.
@@ -169,7 +165,7 @@ impl BertModel {
 
     /// Checks that `batch` fits the model: ids in the vocabularies, not longer than the
     /// position table, not empty.
-    fn check(&self, batch: &TokenBatch) -> Result<()> {
+    pub fn check(&self, batch: &TokenBatch) -> Result<()> {
         let c = &self.config;
         if batch.batch == 0 || batch.seq_len == 0 {
             return Err(ModelError::Input("an empty batch".into()));
@@ -203,32 +199,37 @@ impl BertModel {
         Ok(())
     }
 
-    /// The word + token type + position embeddings of `batch`, layer-normed: `(batch, seq,
-    /// hidden)` in the model's dtype.
-    fn embed(&self, batch: &TokenBatch) -> Result<Tensor> {
-        let (b, s, h) = (batch.batch, batch.seq_len, self.config.hidden_size);
-        let row = h * self.dtype.itemsize();
-        let mut words = Vec::with_capacity(b * s * row);
-        for &id in &batch.ids {
-            words.extend_from_slice(&self.word_table[id as usize * row..][..row]);
-        }
-        let words = Tensor::from_bytes(&words, self.dtype, &[b, s, h])?.float();
-        let types: Vec<i32> = batch.type_ids.iter().map(|&t| t as i32).collect();
-        let types = Tensor::from_slice(&types, &[b, s])?.embedding(&self.token_types)?.float();
+    /// The word + token type + position embeddings of the token ids `ids` and token types
+    /// `types` (both `(batch, seq)` int32), layer-normed: `(batch, seq, hidden)` in the model's
+    /// dtype.
+    fn embed(&self, ids: &Tensor, types: &Tensor) -> TensorResult<Tensor> {
+        let (s, h) = (ids.shape()[1], self.config.hidden_size);
+        let words = ids.embedding(&self.words)?.float();
+        let types = types.embedding(&self.token_types)?.float();
         let positions = self.positions.shrink(&[(0, s), (0, h)])?.float();
         normalized(&self.embeddings_norm, &words.add(&types)?.add(&positions)?, self.dtype)
+    }
+
+    /// The last hidden states for the token ids `ids`, token types `types` (both `(batch, seq)`
+    /// int32) and attention mask `mask` (`(batch, seq)` bool, true on real tokens), all on the
+    /// device: `(batch, seq, hidden)` in the model's dtype. Nothing is checked or read back (see
+    /// [`BertModel::forward`]): ids outside the vocabulary embed as zero rows, and a `seq` longer
+    /// than the position table is a shape error.
+    pub fn encode(&self, ids: &Tensor, types: &Tensor, mask: &Tensor) -> TensorResult<Tensor> {
+        let (b, s) = (ids.shape()[0] as isize, ids.shape()[1] as isize);
+        let keys = mask.reshape(&[b, 1, 1, s])?;
+        let mut x = self.embed(ids, types)?;
+        for layer in &self.layers {
+            x = layer.forward(&x, &keys, &self.config)?;
+        }
+        Ok(x)
     }
 
     /// The last hidden states of `batch`: `(batch, seq, hidden)` in the model's dtype (padding
     /// positions hold values too; pool with the mask).
     pub fn forward(&self, batch: &TokenBatch) -> Result<Tensor> {
         self.check(batch)?;
-        let mask: Vec<bool> = batch.mask.iter().map(|&m| m != 0).collect();
-        let keys = Tensor::from_slice(&mask, &[batch.batch, 1, 1, batch.seq_len])?;
-        let mut x = self.embed(batch)?;
-        for layer in &self.layers {
-            x = layer.forward(&x, &keys, &self.config)?;
-        }
-        Ok(x)
+        let (ids, types, mask) = batch.tensors()?;
+        Ok(self.encode(&ids, &types, &mask)?)
     }
 }

@@ -20,6 +20,7 @@ mod bert;
 mod checkpoint;
 mod config;
 mod error;
+mod jit;
 mod sentence;
 mod tokenizer;
 
@@ -27,5 +28,6 @@ pub use bert::BertModel;
 pub use checkpoint::Weights;
 pub use config::{Activation, BertConfig, Pooling, SentenceConfig};
 pub use error::{ModelError, Result};
+pub use jit::JitEmbedder;
 pub use sentence::{MINILM, SentenceEmbedder, cosine_similarity, default_model_dir, l2_normalize, pool};
 pub use tokenizer::{TokenBatch, Tokenizer};

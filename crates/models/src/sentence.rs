@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use wgrad_tensor::Result as TensorResult;
 use wgrad_tensor::{DType, Tensor};
 
 use crate::bert::BertModel;
@@ -26,11 +27,11 @@ pub fn default_model_dir() -> Option<PathBuf> {
 /// `hidden` `(batch, seq, dim)` pooled over the tokens where `mask` `(batch, seq)` (bool) is
 /// true, by each mode of `pooling` in sentence-transformers' order (cls, max, mean,
 /// mean_sqrt_len), concatenated: `(batch, dim * modes)` in float32.
-pub fn pool(hidden: &Tensor, mask: &Tensor, pooling: Pooling) -> Result<Tensor> {
+pub fn pool(hidden: &Tensor, mask: &Tensor, pooling: Pooling) -> TensorResult<Tensor> {
     let hidden = hidden.float();
     let keep = mask.unsqueeze(-1)?;
-    let count = || -> Result<Tensor> { Ok(mask.float().sum(&[1], true)?.maximum(1e-9)?) };
-    let sum = || -> Result<Tensor> { Ok(keep.where_(&hidden, 0.0)?.sum(&[1], false)?) };
+    let count = || mask.float().sum(&[1], true)?.maximum(1e-9);
+    let sum = || keep.where_(&hidden, 0.0)?.sum(&[1], false);
     let mut parts = vec![];
     if pooling.cls {
         parts.push(hidden.shrink(&[(0, hidden.shape()[0]), (0, 1), (0, hidden.shape()[2])])?.squeeze(1)?);
@@ -44,13 +45,13 @@ pub fn pool(hidden: &Tensor, mask: &Tensor, pooling: Pooling) -> Result<Tensor> 
     if pooling.mean_sqrt_len {
         parts.push(sum()?.div(count()?.sqrt())?);
     }
-    Ok(Tensor::cat(&parts.iter().collect::<Vec<_>>(), -1)?)
+    Tensor::cat(&parts.iter().collect::<Vec<_>>(), -1)
 }
 
 /// Each row of `x` `(batch, dim)` divided by its L2 norm (at least 1e-12, as PyTorch's
 /// `normalize`).
-pub fn l2_normalize(x: &Tensor) -> Result<Tensor> {
-    Ok(x.div(x.square().sum(&[-1], true)?.sqrt().maximum(1e-12)?)?)
+pub fn l2_normalize(x: &Tensor) -> TensorResult<Tensor> {
+    x.div(x.square().sum(&[-1], true)?.sqrt().maximum(1e-12)?)
 }
 
 /// The cosine of the angle between `a` and `b` (0 when either is zero).
@@ -102,10 +103,17 @@ impl SentenceEmbedder {
 
     /// The embeddings of already tokenized texts: `(batch, dim)` in the model's dtype.
     pub fn embed_tokens(&self, batch: &TokenBatch) -> Result<Tensor> {
-        let hidden = self.bert.forward(batch)?;
-        let mask: Vec<bool> = batch.mask.iter().map(|&m| m != 0).collect();
-        let mask = Tensor::from_slice(&mask, &[batch.batch, batch.seq_len])?;
-        let pooled = pool(&hidden, &mask, self.config.pooling)?;
+        self.bert.check(batch)?;
+        let (ids, types, mask) = batch.tensors()?;
+        Ok(self.encode(&ids, &types, &mask)?)
+    }
+
+    /// The embeddings of token tensors on the device (see [`BertModel::encode`]: ids and types
+    /// `(batch, seq)` int32, the mask `(batch, seq)` bool), unchecked: `(batch, dim)` in the
+    /// model's dtype. What [`crate::JitEmbedder`] captures.
+    pub fn encode(&self, ids: &Tensor, types: &Tensor, mask: &Tensor) -> TensorResult<Tensor> {
+        let hidden = self.bert.encode(ids, types, mask)?;
+        let pooled = pool(&hidden, mask, self.config.pooling)?;
         let out = if self.config.normalize { l2_normalize(&pooled)? } else { pooled };
         Ok(out.cast(self.bert.dtype()))
     }

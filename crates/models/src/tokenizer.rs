@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use tokenizers::{PaddingParams, PaddingStrategy, TruncationParams, TruncationStrategy};
+use wgrad_tensor::Tensor;
 
 use crate::error::{ModelError, Result};
 
@@ -29,6 +30,15 @@ impl TokenBatch {
         let row = &self.ids[i * self.seq_len..(i + 1) * self.seq_len];
         let len = self.mask[i * self.seq_len..(i + 1) * self.seq_len].iter().filter(|&&m| m != 0).count();
         &row[..len]
+    }
+
+    /// The batch on the default device: token ids and token types as `(batch, seq)` int32, the
+    /// mask as `(batch, seq)` bool.
+    pub fn tensors(&self) -> wgrad_tensor::Result<(Tensor, Tensor, Tensor)> {
+        let shape = [self.batch, self.seq_len];
+        let ints = |v: &[u32]| Tensor::from_slice(&v.iter().map(|&x| x as i32).collect::<Vec<i32>>(), &shape);
+        let mask: Vec<bool> = self.mask.iter().map(|&m| m != 0).collect();
+        Ok((ints(&self.ids)?, ints(&self.type_ids)?, Tensor::from_slice(&mask, &shape)?))
     }
 }
 

@@ -8,8 +8,8 @@
 
 mod common;
 
-use wgrad_models::{SentenceEmbedder, cosine_similarity};
-use wgrad_tensor::DType;
+use wgrad_models::{JitEmbedder, ModelError, SentenceEmbedder, TokenBatch, cosine_similarity};
+use wgrad_tensor::{DType, JitError, TensorError};
 
 /// Embeds the test sentences with at most `max_tokens` tokens in `dtype` and compares them
 /// with `file`'s within `atol`.
@@ -60,4 +60,41 @@ fn paraphrases_are_close() {
     assert!(cosine_similarity(&v[0], &v[2]) < 0.3, "{}", cosine_similarity(&v[0], &v[2]));
     let norm: f32 = v[0].iter().map(|x| x * x).sum::<f32>().sqrt();
     assert!((norm - 1.0).abs() < 1e-5, "normalized: {norm}");
+}
+
+/// `batch` with its two rows swapped: other data of the same shape.
+fn swapped(batch: &TokenBatch) -> TokenBatch {
+    let swap = |v: &[u32]| [&v[batch.seq_len..], &v[..batch.seq_len]].concat();
+    TokenBatch {
+        ids: swap(&batch.ids),
+        type_ids: swap(&batch.type_ids),
+        mask: swap(&batch.mask),
+        ..batch.clone()
+    }
+}
+
+#[test]
+fn jitted_embeddings_equal_eager_ones() {
+    let Some(dir) = common::model_dir().filter(|_| common::on_wgpu()) else { return };
+    let model = SentenceEmbedder::load(&dir, DType::F32).unwrap();
+    let a = model
+        .tokenizer()
+        .encode_batch(&["A man is eating food.", "The capital of France is Paris."])
+        .unwrap();
+    let b = swapped(&a);
+    let eager = |batch: &TokenBatch| model.embed_tokens(batch).unwrap().to_vec::<f32>().unwrap();
+    let (want_a, want_b) = (eager(&a), eager(&b));
+    let mut jit = JitEmbedder::new(&model);
+    // runs, captures, then replays with new ids swapped in
+    for (i, (batch, want)) in
+        [(&a, &want_a), (&b, &want_b), (&a, &want_a), (&b, &want_b)].into_iter().enumerate()
+    {
+        let got = jit.embed_tokens(batch).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(&got, want, "call {i}");
+    }
+    let kernels = jit.kernels_per_forward().expect("captured");
+    assert!((10..200).contains(&kernels), "{kernels} kernels per forward");
+    let other = model.tokenizer().encode_batch(&["One sentence only."]).unwrap();
+    let err = jit.embed_tokens(&other).expect_err("another shape is refused");
+    assert!(matches!(err, ModelError::Tensor(TensorError::Jit(JitError::InputMismatch { .. }))), "{err}");
 }

@@ -209,3 +209,12 @@ fn tensor_cores_need_the_adapter_feature() {
     let e = tensor_core_wgsl(DType::F32, &FULL).expect_err("refused without cooperative matrices");
     assert!(e.to_string().contains("EXPERIMENTAL_COOPERATIVE_MATRIX"), "{e}");
 }
+
+#[test]
+fn embedding_gather() {
+    // the one-hot reduce of an embedding: one load of the id, the row's 4 lanes as one vector
+    // load gated by 0 <= id < vocab (ids outside the table read nothing and give zeros)
+    let source = wgsl(&ast::embedding_ast(8, 1000, 64), OptMode::Heuristic, &FULL);
+    assert!(!source.contains("loop"), "{source}");
+    insta::assert_snapshot!(source);
+}

@@ -212,6 +212,27 @@ fn gather_one_hot_embedding() {
 }
 
 #[test]
+fn embedding_of_a_large_vocabulary_is_one_kernel() {
+    // ids outside the table (negative, past the end) pick zero rows, as tinygrad's one-hot does
+    let (vocab, dim) = (30522, 8);
+    let ids = [12345i32, -1, 0, 30521, 30522, 7];
+    on_devices(|device| {
+        let table = iota(&[vocab, dim]);
+        let e = Tensor::from_vec(ids.to_vec(), &[2, 3]).unwrap().embedding(&table).unwrap();
+        assert_eq!(e.schedule(32).unwrap().kernel_count(), 1, "{device}");
+        let want: Vec<f32> = ids
+            .iter()
+            .flat_map(|&id| {
+                (0..dim).map(move |d| {
+                    if (0..vocab as i32).contains(&id) { (id as usize * dim + d) as f32 } else { 0.0 }
+                })
+            })
+            .collect();
+        assert_eq!(e.to_vec::<f32>().unwrap(), want, "{device}");
+    });
+}
+
+#[test]
 fn triangles_argmin_split_chunk() {
     on_devices(|device| {
         let x = iota(&[2, 3, 4]);

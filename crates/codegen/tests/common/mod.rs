@@ -105,3 +105,36 @@ pub fn strides(k: &Kernel, i: usize) -> Vec<i64> {
 pub fn opt(op: OptOps, axis: usize, arg: usize) -> Opt {
     Opt::new(op, axis, arg)
 }
+
+/// `Tensor::arange(n)` along `axis` of `shape` as the Tensor front end builds it: the bits of
+/// the constant pattern `[0, 1]` broadcast in blocks of `2^b`, each times `2^b` (no reduce).
+pub fn arange_ast(n: i64, shape: &[i64], axis: usize) -> UOp {
+    let bits = (n as u64).next_power_of_two().trailing_zeros() as i64;
+    let size = 1i64 << bits;
+    let mut line = vec![1; shape.len()];
+    line[axis] = n;
+    (0..bits).fold(UOp::constant(DType::I32, 0), |acc, b| {
+        let bit = st(&[1])
+            .pad(&[(Sint::int(1), Sint::int(0))])
+            .and_then(|s| s.reshape(&sints(&[1, 2, 1])))
+            .and_then(|s| s.expand(&sints(&[size >> (b + 1), 2, 1 << b])))
+            .and_then(|s| s.reshape(&sints(&[size])))
+            .and_then(|s| s.shrink(&[(Sint::int(0), Sint::int(n))]))
+            .and_then(|s| s.reshape(&sints(&line)))
+            .and_then(|s| s.expand(&sints(shape)))
+            .unwrap();
+        acc + masked_const(1, DType::I32, bit) * UOp::constant(DType::I32, 1i64 << b)
+    })
+}
+
+/// `out (tokens, dim) = table (vocab, dim)[ids (tokens)]` as `Tensor::embedding` builds it: the
+/// ids (int32, buffer 1) compared with an arange, the matching row of the f32 table (buffer 2)
+/// kept, summed over the vocabulary. Full shape `(tokens, vocab, dim)`.
+pub fn embedding_ast(tokens: i64, vocab: i64, dim: i64) -> UOp {
+    let full = [tokens, vocab, dim];
+    let ids = load_dt(DType::I32, 1, strided(&full, &[1, 0, 0], 0));
+    let table = load(2, strided(&full, &[0, dim, 1], 0));
+    let hit = ids.cmp_ne(arange_ast(vocab, &full, 1)).logical_not();
+    let picked = hit.where_(&table, &UOp::constant(DType::F32, 0.0));
+    store_ast(st(&[tokens, 1, dim]), picked.reduce_axis(Ops::Add, &[1]))
+}

@@ -7,13 +7,15 @@
 //!   float16.
 //!
 //! Each figure is the median of `iters` timed runs after two warm-up runs (which compile the
-//! kernels). `crates/models/bench/minilm_torch.py` measures PyTorch the same way.
+//! kernels). The forward is jitted (`JitEmbedder`: the second run captures its kernels, the
+//! timed runs replay them); `JIT=0` measures it eager. The table gives the kernels of one
+//! jitted forward. `crates/models/bench/minilm_torch.py` measures PyTorch the same way.
 
 use std::error::Error;
 use std::path::Path;
 use std::time::Instant;
 
-use wgrad_models::{SentenceEmbedder, TokenBatch};
+use wgrad_models::{JitEmbedder, SentenceEmbedder, TokenBatch};
 use wgrad_tensor::{DType, Tensor};
 
 /// A text whose word pieces, rotated per row and repeated, fill the throughput batch.
@@ -72,6 +74,11 @@ fn read_back(embeddings: Tensor) -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
+/// The kernel count of a jitted forward, or `eager` without a capture (`JIT=0`).
+fn kernels(jit: &JitEmbedder) -> String {
+    jit.kernels_per_forward().map_or_else(|| "eager".to_string(), |n| n.to_string())
+}
+
 /// Runs the benchmark on the model in `dir` with batches of `batch` x `tokens` and prints its
 /// table.
 pub fn run(dir: &Path, batch: usize, tokens: usize, iters: usize) -> Result<(), Box<dyn Error>> {
@@ -79,19 +86,27 @@ pub fn run(dir: &Path, batch: usize, tokens: usize, iters: usize) -> Result<(), 
     for (dtype, name) in [(DType::F32, "f32"), (DType::F16, "f16")] {
         let model = SentenceEmbedder::load(dir, dtype)?;
         let ids = token_batch(&model, batch, tokens)?;
-        let ms = median_ms(iters, || read_back(model.embed_tokens(&ids)?))?;
+        let mut jit = JitEmbedder::new(&model);
+        let ms = median_ms(iters, || read_back(jit.embed_tokens(&ids)?))?;
         let per_s = batch as f64 / ms * 1e3;
-        rows.push(format!("| batch {batch} x {tokens} tokens, ids to embeddings | {name} | {ms:.2} ms | {per_s:.0} sentences/s |"));
-        let short = model.tokenizer().encode_batch(&[SHORT])?.seq_len;
-        let ms = median_ms(iters, || read_back(model.embed(&[SHORT])?))?;
         rows.push(format!(
-            "| one {short}-token sentence, text to embedding | {name} | {ms:.3} ms | {:.0} sentences/s |",
-            1e3 / ms
+            "| batch {batch} x {tokens} tokens, ids to embeddings | {name} | {ms:.2} ms | {per_s:.0} sentences/s | {} |",
+            kernels(&jit)
+        ));
+        let short = model.tokenizer().encode_batch(&[SHORT])?.seq_len;
+        let mut jit = JitEmbedder::new(&model);
+        let ms = median_ms(iters, || read_back(jit.embed(&[SHORT])?))?;
+        rows.push(format!(
+            "| one {short}-token sentence, text to embedding | {name} | {ms:.3} ms | {:.0} sentences/s | {} |",
+            1e3 / ms,
+            kernels(&jit)
         ));
         eprintln!("{name} done");
     }
     println!("MiniLM-L6 (all-MiniLM-L6-v2) on {}, median of {iters} runs", Tensor::default_device()?);
-    println!("| workload | dtype | time | throughput |\n| --- | --- | --- | --- |");
+    println!(
+        "| workload | dtype | time | throughput | kernels per forward |\n| --- | --- | --- | --- | --- |"
+    );
     rows.iter().for_each(|r| println!("{r}"));
     Ok(())
 }

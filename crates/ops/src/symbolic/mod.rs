@@ -7,6 +7,7 @@
 //! (constants right, terms sorted) rather than match every order; a rule body longer than
 //! one expression is a named function.
 
+mod collapse;
 mod compare;
 mod divmod;
 mod folding;
@@ -99,8 +100,8 @@ pub fn symbolic_simple() -> &'static PatternMatcher {
     &PM
 }
 
-/// Phase 2: phase 1 plus canonical order, like terms, comparisons, division/modulo and
-/// vector lanes.
+/// Phase 2: phase 1 plus canonical order, like terms, comparisons, division/modulo, vector
+/// lanes, and indexing by comparison folded (arange folding, reduce collapse).
 pub fn symbolic() -> &'static PatternMatcher {
     static PM: LazyLock<PatternMatcher> = LazyLock::new(|| {
         let mut rules = folding::rules();
@@ -108,6 +109,7 @@ pub fn symbolic() -> &'static PatternMatcher {
         rules.extend(compare::rules());
         rules.extend(divmod::rules());
         rules.extend(vectors::rules());
+        rules.extend(collapse::rules());
         PatternMatcher::new(rules)
     });
     &PM

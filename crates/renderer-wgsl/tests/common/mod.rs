@@ -3,7 +3,7 @@
 
 // the kernel-AST builders are codegen's test helpers, shared rather than copied
 #[path = "../../../codegen/tests/common/mod.rs"]
-mod ast;
+pub mod ast;
 
 pub use ast::{load, load_dt, matmul_ast, padded, sints, st, store_ast, strided};
 use wgrad_codegen::{OptMode, Program, Target, compile};
