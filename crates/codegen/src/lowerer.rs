@@ -64,11 +64,26 @@ pub enum LowerError {
         /// The largest magnitude it can reach.
         reach: i128,
     },
+    /// One invocation would run more loop iterations than the target lets it (Mesa llvmpipe
+    /// stops an invocation's loops after 65,535 without an error): refused rather than
+    /// returning a partial result.
+    #[error(
+        "one thread would run {iterations} loop iterations, past the {limit} this device \
+         runs before it silently stops a loop (Mesa llvmpipe); run it on a GPU, or reduce \
+         a shorter or splittable (non-prime) axis"
+    )]
+    LoopLimit {
+        /// Iterations of all loops one invocation runs, nested ones counted in full.
+        iterations: u128,
+        /// The target's limit.
+        limit: u64,
+    },
 }
 
 /// Lowers an optimised kernel to the lowered graph: a `Sink` of `Store`s.
 pub fn lower(k: &Kernel) -> Result<UOp, LowerError> {
     check_index_range(k)?;
+    check_loop_limit(k)?;
     let full = k.full_shape();
     let fu = k.first_upcast();
     let upcast_sizes = full[fu..]
@@ -119,6 +134,30 @@ pub(crate) fn check_index_range(k: &Kernel) -> Result<(), LowerError> {
         }
     }
     Ok(())
+}
+
+/// Refuses a kernel whose invocations would run more loop iterations than the target's
+/// `max_loop_iterations`: the reduce loops one thread runs (nested loops counted in full:
+/// `n1 + n1*n2 + ...`), plus the loop over a grouped reduce's partials. Symbolic sizes count
+/// at their largest.
+pub(crate) fn check_loop_limit(k: &Kernel) -> Result<(), LowerError> {
+    let Some(limit) = k.target().max_loop_iterations else { return Ok(()) };
+    let full = k.full_shape();
+    let (fr, gfr, fu) = (k.first_reduce(), k.group_for_reduces(), k.first_upcast());
+    let partials: u128 = full[fr..fr + gfr].iter().map(dim_max).product();
+    let (mut nest, mut iterations) = (1u128, if gfr > 0 { partials } else { 0 });
+    for d in &full[fr + gfr..fu] {
+        nest = nest.saturating_mul(dim_max(d));
+        iterations = iterations.saturating_add(nest);
+    }
+    match iterations > u128::from(limit) {
+        true => Err(LowerError::LoopLimit { iterations, limit }),
+        false => Ok(()),
+    }
+}
+
+fn dim_max(d: &Sint) -> u128 {
+    u128::try_from(d.vmax()).unwrap_or(0)
 }
 
 /// The largest magnitude any partial sum of `offset + sum(position_i * stride_i)` reaches for

@@ -45,6 +45,10 @@ pub struct Target {
     /// hundred): a reduce with fewer outputs is grouped, and register tiles shrink to keep a
     /// quarter of it.
     pub parallelism: usize,
+    /// Loop iterations one invocation may run in all before the driver silently stops its
+    /// loops (Mesa llvmpipe's loop limiter: 65,535); `None` where there is no such limit.
+    /// A kernel that could run more is refused rather than left to return a wrong value.
+    pub max_loop_iterations: Option<u64>,
 }
 
 impl Target {
@@ -65,6 +69,7 @@ impl Target {
             subgroup_size: Some(32),
             tensor_cores: vec![],
             parallelism: 1 << 17,
+            max_loop_iterations: None,
         }
     }
 
@@ -85,6 +90,7 @@ impl Target {
             subgroup_size: None,
             tensor_cores: vec![],
             parallelism: 64,
+            max_loop_iterations: None,
         }
     }
 

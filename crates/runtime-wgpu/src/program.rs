@@ -94,6 +94,9 @@ impl Device {
                 DeviceKind::Cpu => 1 << 8,
                 DeviceKind::Integrated | DeviceKind::Virtual | DeviceKind::Other => 1 << 15,
             },
+            // llvmpipe's loop limiter ends every loop of an invocation after 65,535 iterations
+            // in all, without an error (Mesa's loop limiter)
+            max_loop_iterations: self.adapter().name.contains("llvmpipe").then_some(65_535),
         }
     }
 

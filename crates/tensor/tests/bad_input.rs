@@ -186,6 +186,19 @@ case!(a_loop_past_int32_is_refused, {
     assert_eq!((&small * 3.0).to_vec::<f32>().unwrap(), [3.0, 6.0], "the device is still usable");
 });
 
+case!(a_loop_a_driver_would_cut_short_is_exact_or_refused, {
+    // 65,537 is prime: one thread loops over every element. Mesa llvmpipe stops a thread's
+    // loops after 65,535 iterations without an error (the sum came back as 65535); there the
+    // kernel is refused, everywhere else the sum is exact
+    match Tensor::ones(&[65_537], DType::I32).unwrap().sum(&[], false).unwrap().item::<i32>() {
+        Ok(v) => assert_eq!(v, 65_537),
+        Err(err) => {
+            assert!(matches!(err, TensorError::Engine(EngineError::Codegen { .. })), "{err:?}");
+            assert!(err.to_string().contains("65537 loop iterations"), "{err}");
+        }
+    }
+});
+
 // ---- shape mismatches
 
 fn ints(values: &[i32], shape: &[usize]) -> Tensor {
