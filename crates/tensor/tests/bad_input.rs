@@ -445,6 +445,15 @@ case!(min_and_max_of_ints_at_their_limits, {
     assert_eq!(empty.min(&[0], false).unwrap().item::<i32>().unwrap(), i32::MAX, "min's identity");
 });
 
+case!(max_of_negated_ints_counts_every_element, {
+    // NVIDIA's Vulkan driver (580.159.04, H100) drops the first element of an unrolled max of
+    // negated int32 values (fuzz seed 6329): this gives 7 there, 0 for [-8, 0, 1, ...]
+    let ramp: Vec<i32> = (-8..16).collect();
+    let x = ints(&ramp, &[2, 3, 4]);
+    assert_eq!(x.neg().max(&[], false).unwrap().item::<i32>().unwrap(), 8);
+    assert_eq!(x.mul(-1i32).unwrap().max(&[], true).unwrap().to_vec::<i32>().unwrap(), [8]);
+});
+
 case!(min_of_unsigned_and_bools, {
     // unsigned `-x` wraps (-5 is 251 in uint8), so -max(-x) was 5 here, not 0
     let u = Tensor::from_slice(&[0u8, 5, 255], &[3]).unwrap();
