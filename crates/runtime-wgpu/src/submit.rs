@@ -11,12 +11,23 @@
 //! (it waits for the submit before it). [`Device::record`] leaves a batch for the next submit
 //! whatever the device is doing, so a schedule and the readback of its result are one submit.
 //!
+//! Batches and the readback or timed work after them are recorded as compute passes (and
+//! copies) into one open command encoder, finished only when the stream is submitted or an
+//! upload must come between: a command encoder costs the driver a command buffer (on NVIDIA's
+//! Vulkan driver an allocation through the kernel, about half of an eager loop's host time
+//! when every realize had its own), while a pass in an open encoder costs a few pushes.
+//!
 //! Invariants:
 //! - Command buffers reach the queue in the order they were recorded, the belt's uploads
 //!   among them; a write through `queue.write_buffer` first submits the stream. So memory the
-//!   pool hands out again is only touched after everything recorded before it.
-//! - A batch whose encoding fails is left out of the stream alone (its error is returned);
-//!   what was recorded before it still runs.
+//!   pool hands out again is only touched after everything recorded before it. What the open
+//!   encoder holds was recorded before anything in the belt's open encoder (a batch recorded
+//!   after an upload first closes both), so closing the open encoder first keeps the order.
+//! - A batch whose bind groups cannot be made (a binding the pipeline does not declare, a
+//!   destroyed buffer) is refused before anything of it is recorded, and what was recorded
+//!   before it still runs. An error wgpu finds only when the encoder is finished (a launch the
+//!   runtime's own checks let through) fails every batch in that encoder, reported by the
+//!   call that finished it.
 //! - Work left in the stream runs at the latest with the next submit, readback, timed run,
 //!   flush or sync (the device never waits for work it was not given: a host that records
 //!   work while the device is busy and then computes for long without calling the device
@@ -39,6 +50,8 @@ pub(crate) struct Stream {
     pub(crate) belt: wgpu::util::StagingBelt,
     /// The encoder of the belt's copies staged since the last command buffer was recorded.
     pub(crate) uploads: Option<wgpu::CommandEncoder>,
+    /// The open encoder of the batches, readback copies and timed runs recorded since.
+    open: Option<wgpu::CommandEncoder>,
     /// Recorded command buffers, in order.
     commands: Vec<wgpu::CommandBuffer>,
     /// Launches among them.
@@ -47,6 +60,8 @@ pub(crate) struct Stream {
     in_flight: bool,
     /// Submits so far.
     submits: u64,
+    /// Command buffers submitted so far.
+    command_buffers: u64,
 }
 
 impl Stream {
@@ -55,10 +70,12 @@ impl Stream {
         Self {
             belt: wgpu::util::StagingBelt::new(device.clone(), chunk),
             uploads: None,
+            open: None,
             commands: vec![],
             launches: 0,
             in_flight: false,
             submits: 0,
+            command_buffers: 0,
         }
     }
 
@@ -114,6 +131,12 @@ impl Device {
         self.lock_stream().submits
     }
 
+    /// Command buffers submitted so far: one a submit, plus one for each run of uploads staged
+    /// between recorded work.
+    pub fn command_buffers(&self) -> u64 {
+        self.lock_stream().command_buffers
+    }
+
     /// Records `work` into a command buffer at the end of the stream and submits the stream
     /// (readbacks, timed runs). If recording fails nothing of `work` runs.
     pub(crate) fn submit_recorded(
@@ -122,7 +145,7 @@ impl Device {
         work: impl FnOnce(&mut wgpu::CommandEncoder),
     ) -> Result<()> {
         let mut stream = self.lock_stream();
-        self.record_commands(&mut stream, context, 0, work)?;
+        self.record_commands(&mut stream, 0, work)?;
         self.submit_stream(&mut stream, context)
     }
 
@@ -136,10 +159,14 @@ impl Device {
         self.lock_stream().in_flight = false;
     }
 
-    /// Records `batch`'s launches, with their bind groups, as one compute pass.
+    /// Records `batch`'s launches, with their bind groups, as one compute pass of the open
+    /// encoder. The bind groups are made first: if one fails nothing of the batch is recorded.
     fn record_batch(&self, stream: &mut Stream, batch: &Batch) -> Result<()> {
-        self.record_commands(stream, "batch submit", batch.len(), |encoder| {
-            let groups: Vec<_> = batch.dispatches().iter().map(|d| self.bind_group(d)).collect();
+        let groups = scoped(&self.device, || {
+            batch.dispatches().iter().map(|d| self.bind_group(d)).collect::<Vec<_>>()
+        })
+        .map_err(|e| RuntimeError::from_wgpu(e, "batch submit"))?;
+        self.record_commands(stream, batch.len(), |encoder| {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("wgrad batch"),
                 timestamp_writes: None,
@@ -150,42 +177,55 @@ impl Device {
         })
     }
 
-    /// Records `work` (holding `launches` launches) into a command buffer at the end of the
-    /// stream, after the uploads staged so far. If recording fails nothing of it is kept.
+    /// Records `work` (holding `launches` launches) into the open encoder, after the uploads
+    /// staged so far (an upload staged since the open encoder began closes both first).
     fn record_commands(
         &self,
         stream: &mut Stream,
-        context: &'static str,
         launches: usize,
         work: impl FnOnce(&mut wgpu::CommandEncoder),
     ) -> Result<()> {
-        stream.close_uploads();
-        let commands = scoped(&self.device, || {
-            let mut encoder =
-                self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(context) });
-            work(&mut encoder);
-            encoder.finish()
-        })
-        .map_err(|e| RuntimeError::from_wgpu(e, context))?;
-        stream.commands.push(commands);
+        if stream.uploads.is_some() {
+            self.close_open(stream)?;
+            stream.close_uploads();
+        }
+        let encoder = stream.open.get_or_insert_with(|| {
+            self.device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("wgrad stream") })
+        });
+        work(encoder);
         stream.launches += launches;
         Ok(())
     }
 
-    /// Submits every command buffer of the stream in one submit.
+    /// Finishes the open encoder into a command buffer at the end of the stream. If wgpu
+    /// finds an error in it, nothing of it runs and the error is returned.
+    fn close_open(&self, stream: &mut Stream) -> Result<()> {
+        let Some(encoder) = stream.open.take() else { return Ok(()) };
+        let commands = scoped(&self.device, || encoder.finish())
+            .map_err(|e| RuntimeError::from_wgpu(e, "batch submit"))?;
+        stream.commands.push(commands);
+        Ok(())
+    }
+
+    /// Submits every command buffer of the stream in one submit (the open encoder's too: if
+    /// finishing it fails, the rest is submitted and its error returned).
     fn submit_stream(&self, stream: &mut Stream, context: &'static str) -> Result<()> {
+        let closed = self.close_open(stream);
         stream.close_uploads();
         if stream.commands.is_empty() {
-            return Ok(());
+            stream.launches = 0;
+            return closed;
         }
         stream.belt.finish();
         let commands = std::mem::take(&mut stream.commands);
         stream.launches = 0;
+        stream.command_buffers += commands.len() as u64;
         let submitted = self.submit_commands(commands, context);
         stream.belt.recall();
         stream.in_flight = true;
         stream.submits += 1;
-        submitted
+        closed.and(submitted)
     }
 
     /// Whether the device has finished everything submitted (a poll that does not wait). A

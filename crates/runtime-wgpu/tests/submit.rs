@@ -90,6 +90,16 @@ fn a_recorded_batch_goes_with_the_readback_that_follows() {
     device.flush().unwrap();
     assert_eq!(device.submits(), before + 2);
     assert_eq!(device.read_as::<f32>(&y).unwrap(), [13.0; 256]);
+    // ten recorded batches and the readback's copy share one command buffer (one encoder:
+    // a command buffer each cost NVIDIA's driver an allocation through the kernel)
+    let (submits, buffers) = (device.submits(), device.command_buffers());
+    for _ in 0..10 {
+        let mut batch = device.batch();
+        batch.dispatch(&axpy, &[&y, &x], [4, 1, 1]).unwrap();
+        device.record(batch).unwrap();
+    }
+    assert_eq!(device.read_as::<f32>(&y).unwrap(), [13.0 * 1024.0 + 3.0 * 1023.0; 256]);
+    assert_eq!((device.submits() - submits, device.command_buffers() - buffers), (1, 1));
 }
 
 #[test]
