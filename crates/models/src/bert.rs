@@ -95,11 +95,11 @@ impl BertLayer {
         let (heads, h) = (config.num_attention_heads as isize, config.hidden_size as isize);
         let qkv = self.qkv.forward(x)?.split(&[h as usize; 3], -1)?;
         let heads_first = |t: &Tensor| -> TensorResult<Tensor> {
-            Ok(t.reshape(&[b, s, heads, h / heads])?.transpose(1, 2)?.float())
+            Ok(t.reshape(&[b, s, heads, h / heads])?.transpose(1, 2)?)
         };
         let (q, k, v) = (heads_first(&qkv[0])?, heads_first(&qkv[1])?, heads_first(&qkv[2])?);
         let context = q.scaled_dot_product_attention(&k, &v, Some(keys), false)?;
-        let context = context.cast(dtype).transpose(1, 2)?.reshape(&[b, s, h])?;
+        let context = context.transpose(1, 2)?.reshape(&[b, s, h])?;
         let attended = self.attention_output.forward(&context)?.float().add(x.float())?;
         let x = normalized(&self.attention_norm, &attended, dtype)?;
         let inner = self.intermediate.forward(&x)?.float();

@@ -1,7 +1,7 @@
 //! Scaled dot-product attention, as tinygrad composes it from a matmul, a masked softmax
 //! and a second matmul.
 
-use wgrad_dtype::DType;
+use wgrad_dtype::{DType, least_upper_dtype};
 
 use crate::Tensor;
 use crate::error::Result;
@@ -10,7 +10,8 @@ impl Tensor {
     /// `softmax(q kᵀ / sqrt(d) + mask) v` with `self` the queries `(.., Lq, d)`, `key`
     /// `(.., Lk, d)` and `value` `(.., Lk, dv)`. A bool `mask` keeps the scores where it is
     /// true, a float one is added to them; `causal` also hides every key after the query's
-    /// own position (tinygrad's `tril` mask).
+    /// own position (tinygrad's `tril` mask). Half-precision inputs get their scores and
+    /// softmax in float32 and the result in their own dtype, as in tinygrad and PyTorch.
     pub fn scaled_dot_product_attention(
         &self,
         key: &Tensor,
@@ -19,7 +20,10 @@ impl Tensor {
         causal: bool,
     ) -> Result<Tensor> {
         let depth = self.shape().last().copied().unwrap_or(1);
-        let mut scores = self.matmul(&key.transpose(-2, -1)?)?.div((depth as f64).sqrt())?;
+        // scores and softmax in float32 at least (tinygrad's and PyTorch's half attention),
+        // the weights back in the query's dtype for the product with the values
+        let wide = least_upper_dtype(&[self.dtype(), key.dtype(), DType::F32]);
+        let mut scores = self.matmul_dtype(&key.transpose(-2, -1)?, wide)?.div((depth as f64).sqrt())?;
         scores = match mask {
             Some(m) if m.dtype() == DType::BOOL => m.where_(&scores, f64::NEG_INFINITY)?,
             Some(m) => scores.add(m)?,
@@ -32,6 +36,6 @@ impl Tensor {
             let visible = all.tril(0)?;
             scores = visible.where_(&scores, f64::NEG_INFINITY)?;
         }
-        scores.softmax(-1)?.matmul(value)
+        scores.softmax(-1)?.cast(self.dtype()).matmul(value)
     }
 }

@@ -118,6 +118,26 @@ fn causal_attention_sees_only_the_past() {
 }
 
 #[test]
+fn half_attention_scores_and_softmax_in_float32() {
+    each_device(|| {
+        // q.k is 2048 and 2049: in float16 both round to 2048 and the weights would be even;
+        // in float32 the scores are 1024 and 1024.5 and the second value weighs 0.6225
+        let half = |v: &[f32], shape: &[usize]| t(v, shape).cast(DType::F16);
+        let q = half(&[32.0; 4], &[1, 1, 4]);
+        let k = half(&[16.0, 16.0, 16.0, 16.0, 16.0, 16.0, 16.0, 16.03125], &[1, 2, 4]);
+        let v = half(&[0.0, 1.0], &[1, 2, 1]);
+        let out = q.scaled_dot_product_attention(&k, &v, None, false).unwrap();
+        assert_eq!(out.dtype(), DType::F16);
+        let want = 1.0 / (1.0 + (-0.5f32).exp());
+        close(&vals(&out.float()), &[want], 2e-3);
+        // matmul_dtype keeps float16 products' sums in float32
+        let scores = q.matmul_dtype(&k.transpose(-2, -1).unwrap(), DType::F32).unwrap();
+        assert_eq!(vals(&scores), [2048.0, 2049.0]);
+        assert_eq!(vals(&q.matmul(&k.transpose(-2, -1).unwrap()).unwrap().float()), [2048.0, 2048.0]);
+    });
+}
+
+#[test]
 fn random_numbers_are_seeded_and_the_same_on_every_device() {
     let draw = || {
         let u = vals(&Tensor::rand(&[1000], 7).unwrap());
