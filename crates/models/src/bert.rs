@@ -94,9 +94,8 @@ impl BertLayer {
         let (b, s, dtype) = (x.shape()[0] as isize, x.shape()[1] as isize, x.dtype());
         let (heads, h) = (config.num_attention_heads as isize, config.hidden_size as isize);
         let qkv = self.qkv.forward(x)?.split(&[h as usize; 3], -1)?;
-        let heads_first = |t: &Tensor| -> TensorResult<Tensor> {
-            Ok(t.reshape(&[b, s, heads, h / heads])?.transpose(1, 2)?)
-        };
+        let heads_first =
+            |t: &Tensor| -> TensorResult<Tensor> { t.reshape(&[b, s, heads, h / heads])?.transpose(1, 2) };
         let (q, k, v) = (heads_first(&qkv[0])?, heads_first(&qkv[1])?, heads_first(&qkv[2])?);
         let context = q.scaled_dot_product_attention(&k, &v, Some(keys), false)?;
         // contiguous: the projection's tensor-core tile wants its rows whole, not 12 strided heads

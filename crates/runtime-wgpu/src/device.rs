@@ -21,6 +21,7 @@ use crate::batch::Batch;
 use crate::bind::BindGroupCache;
 use crate::buffer::Buffer;
 use crate::error::{Result, RuntimeError, scoped};
+use crate::exit::{ExitGuard, wait_at_exit};
 use crate::info::{AdapterSummary, DeviceFeatures, DeviceKind, DeviceLimits, tensor_cores};
 use crate::pipeline::{Pipeline, PipelineCache};
 use crate::pool::{BufferPool, MemoryStats};
@@ -60,6 +61,8 @@ pub struct Device {
     /// The command stream not submitted yet, and the staging belt (see `submit.rs`).
     pub(crate) stream: Mutex<Stream>,
     health: Arc<Health>,
+    /// Lists the device for the exit handler's wait (see `exit.rs`).
+    _exit: ExitGuard,
 }
 
 /// Every adapter wgpu finds on this machine.
@@ -171,6 +174,7 @@ impl Device {
             var_buffers: Mutex::default(),
             stream: Mutex::new(Stream::new(&device, BELT_CHUNK)),
             health,
+            _exit: wait_at_exit(&device),
             device,
             queue,
         })

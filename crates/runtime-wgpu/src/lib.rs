@@ -39,6 +39,7 @@ mod bind;
 mod buffer;
 mod device;
 mod error;
+mod exit;
 mod info;
 mod pipeline;
 mod pool;

@@ -217,6 +217,7 @@ impl Device {
             stream.launches = 0;
             return closed;
         }
+        crate::exit::wait_when_thread_ends();
         stream.belt.finish();
         let commands = std::mem::take(&mut stream.commands);
         stream.launches = 0;
