@@ -93,9 +93,10 @@ impl Device {
         self.stream.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Encodes every launch of `batch` into one command buffer at the end of the stream and
+    /// Records every launch of `batch` as one compute pass at the end of the stream and
     /// submits the stream now if the device is idle (or many launches wait), else leaves it
-    /// for a later submit (see the module docs). If encoding fails nothing of the batch runs.
+    /// for a later submit (see the module docs). If its bind groups fail nothing of the batch
+    /// runs.
     pub fn submit(&self, batch: Batch) -> Result<()> {
         self.check()?;
         if batch.is_empty() {
@@ -109,9 +110,9 @@ impl Device {
         Ok(())
     }
 
-    /// Encodes `batch` at the end of the stream without submitting it: it runs with the next
+    /// Records `batch` at the end of the stream without submitting it: it runs with the next
     /// submit, readback, timed run, [`Device::flush`] or [`Device::sync`] (a readback of its
-    /// results is then one submit with it). If encoding fails nothing of the batch runs.
+    /// results is then one submit with it). If its bind groups fail nothing of the batch runs.
     pub fn record(&self, batch: Batch) -> Result<()> {
         self.check()?;
         if batch.is_empty() {
@@ -137,8 +138,8 @@ impl Device {
         self.lock_stream().command_buffers
     }
 
-    /// Records `work` into a command buffer at the end of the stream and submits the stream
-    /// (readbacks, timed runs). If recording fails nothing of `work` runs.
+    /// Records `work` at the end of the stream and submits the stream (readbacks, timed runs).
+    /// An error wgpu finds in it is returned, and nothing of the open encoder runs.
     pub(crate) fn submit_recorded(
         &self,
         context: &'static str,
@@ -213,14 +214,13 @@ impl Device {
     fn submit_stream(&self, stream: &mut Stream, context: &'static str) -> Result<()> {
         let closed = self.close_open(stream);
         stream.close_uploads();
+        stream.launches = 0;
         if stream.commands.is_empty() {
-            stream.launches = 0;
             return closed;
         }
         crate::exit::wait_when_thread_ends();
         stream.belt.finish();
         let commands = std::mem::take(&mut stream.commands);
-        stream.launches = 0;
         stream.command_buffers += commands.len() as u64;
         let submitted = self.submit_commands(commands, context);
         stream.belt.recall();
