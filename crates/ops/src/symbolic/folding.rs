@@ -97,6 +97,9 @@ pub(super) fn rules() -> Vec<Rule> {
         rule!(var("x").dtype_class(DTypePat::Int) % var("x") => |x| Some(x.const_like(0))),
         // x!=x -> false (ints)
         rule!(var("x").dtype_class(DTypePat::Int).ne(var("x")) => |x| Some(UOp::constant(DType::BOOL.vec(x.dtype().count()), false))),
+        // load(index(buf, idx, false)) -> 0: a load masked off everywhere reads its default
+        rule!(UPat::op(Ops::Load).named("l").src([UPat::op(Ops::Index).src([UPat::any(), UPat::any(), false_()])])
+            => |l| Some(l.const_like(0))),
         // x*0 -> 0 (NaN/inf constants give NaN; a loaded NaN is not seen)
         rule!(var("x") * UPat::konst(0.0).named("z") => |x, z| times_zero(x, z)),
         // op(c0, c1, ...) -> exec_alu(op, c0, c1, ...)
