@@ -1,6 +1,7 @@
 //! Random kernel ASTs: inputs seen through broadcasts, pads, shrinks, flips and permutes;
 //! elementwise trees (arithmetic, max, where, comparisons, integer division and modulo, and for
-//! floats exp2/log2/sin/sqrt/recip); reductions over one or several axes; one or two stores;
+//! floats exp2/log2/sin/sqrt/recip); reductions over one or several axes, some with a reduce
+//! over the same axes nested in their source; one or two stores;
 //! f32 or i32. With their input data and random opt sequences, so runtimes can be compared
 //! with each other and with `ast_eval`.
 
@@ -49,6 +50,14 @@ impl Case {
                     v = &v + &loads[0]; // a value needs a load to have a shape
                 }
                 if !reduce_axes.is_empty() {
+                    // a reduce over the same axes nested in this one's source, read broadcast
+                    // (a softmax's max inside its sum), as the scheduler fuses it: short ones
+                    // (the evaluator recomputes it per element), drawing nothing from `r`
+                    let reduced: usize = reduce_axes.iter().map(|&a| full[a]).product();
+                    if reduced <= 64 && loads.len() > 1 {
+                        let inner_op = if slot == 0 { Ops::Max } else { Ops::Add };
+                        v = &v + &(&loads[1] * &loads[0]).reduce_axis(inner_op, &reduce_axes);
+                    }
                     let op = if r.chance(60) { Ops::Add } else { Ops::Max };
                     v = v.reduce_axis(op, &reduce_axes);
                     if r.chance(40) {

@@ -4,15 +4,16 @@
 //! cases (500).
 
 use wgrad_codegen::ast_eval::eval_ast;
-use wgrad_codegen::{CodegenError, LowerError, OptMode, Target, compile};
+use wgrad_codegen::{CodegenError, LowerError, Opt, OptMode, OptOps, Target, compile};
 use wgrad_conformance::one_hot::one_hot_cases;
 use wgrad_conformance::random_ast::Case;
 use wgrad_conformance::shapes::{tuned_cases, tuned_targets};
 use wgrad_conformance::vectors::{vector_accesses, vector_cases};
 use wgrad_conformance::{Rng, close};
-use wgrad_dtype::ConstValue;
-use wgrad_ops::Ops;
+use wgrad_dtype::{ConstValue, DType};
+use wgrad_ops::{Ops, UOp};
 use wgrad_runtime_cpu::run;
+use wgrad_shape::{ShapeTracker, Sint};
 
 /// Compiles `case` with `mode` for `target`, runs it on the interpreter and compares with the
 /// evaluator; returns the program's number of vector accesses.
@@ -128,6 +129,53 @@ fn one_hot_reduces_collapse_and_match_the_ast_evaluator() {
                     assert!(!loops, "{label}: the reduce is left as a loop\n{program}");
                 }
             }
+        }
+    }
+}
+
+/// A logsumexp kernel over rows of `cols`: `log2(sum(exp2(x - max(x)))) + max(x)`, the max a
+/// reduce nested in the sum over the same axis (as the scheduler fuses a softmax's).
+fn logsumexp_case(rows: usize, cols: usize) -> Case {
+    let full =
+        ShapeTracker::from_shape(&[Sint::from(rows as i64), Sint::from(cols as i64)]).expect("a shape");
+    let out = ShapeTracker::from_shape(&[Sint::from(rows as i64), Sint::from(1)]).expect("a shape");
+    let x = UOp::load(DType::F32, [UOp::define_global(DType::F32, 1), UOp::view(full)]);
+    let max = x.reduce_axis(Ops::Max, &[1]);
+    let sum = (&x - &max).exp2().reduce_axis(Ops::Add, &[1]);
+    let value = &sum.log2() + &max;
+    let store = UOp::store([UOp::define_global(DType::F32, 0), UOp::view(out), value]);
+    Case { ast: UOp::sink([store]), buffers: vec![(DType::F32, rows), (DType::F32, rows * cols)], outputs: 1 }
+}
+
+#[test]
+fn nested_reduces_match_the_ast_evaluator_under_every_grouping() {
+    let grouped = |op, amt| vec![Opt::new(OptOps::Unroll, 0, 4), Opt::new(op, 0, amt)];
+    for (rows, cols) in [(4, 256), (3, 192), (1, 1024)] {
+        let case = logsumexp_case(rows, cols);
+        let inputs = case.inputs(&mut Rng(3));
+        let generic = Target::generic_gpu();
+        for target in tuned_targets(&generic).iter().chain([&Target::no_locals(), &Target::tiny()]) {
+            for mode in [OptMode::NoOpt, OptMode::Heuristic] {
+                check_on(
+                    target,
+                    &case,
+                    &mode,
+                    &inputs,
+                    &format!("{rows}x{cols} on {} ({mode:?})", target.name),
+                );
+            }
+        }
+        for opts in
+            [grouped(OptOps::Group, 8), grouped(OptOps::Grouptop, 16), vec![Opt::new(OptOps::Group, 0, 32)]]
+        {
+            let label = format!("{rows}x{cols} with {opts:?}");
+            let mode = OptMode::Given(opts);
+            let (_, program) =
+                compile(&case.ast, &generic, &mode, "k").unwrap_or_else(|e| panic!("{label}: refused: {e}"));
+            // each reduce meets its partials in a workgroup buffer of its own
+            let buffers = program.uops.iter().filter(|u| u.op() == Ops::DefineLocal).count();
+            assert_eq!(buffers, 2, "{label}\n{program}");
+            check_on(&generic, &case, &mode, &inputs, &label);
         }
     }
 }

@@ -499,16 +499,14 @@ impl Kernel {
             let store = UOp::store([buffer.clone(), view.clone(), value]);
             UOp::load(dtype, [buffer.clone(), view, store])
         };
-        let grouped_reduce = UOp::new(
+        // every thread reads all partials back, so each has the result (a reduce nested in
+        // another's source needs it in every thread)
+        UOp::new(
             Ops::ReduceAxis,
             dtype,
             [through_local(&local_shape, ret)],
-            Arg::ReduceAxis(*rop, grouped.clone().into()),
-        );
-        if Some(op) == self.reduceops.last() {
-            return grouped_reduce;
-        }
-        through_local(&reduced_shape(&local_shape, &grouped), grouped_reduce)
+            Arg::ReduceAxis(*rop, grouped.into()),
+        )
     }
 }
 

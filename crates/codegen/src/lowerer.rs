@@ -10,7 +10,9 @@
 //! `0..n`, the second stage of a grouped reduce `1000 + axis`); group-reduce partials go through
 //! `DefineLocal` with a `Barrier` naming every lane's store.
 
-use std::collections::HashMap;
+use std::cell::Cell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use thiserror::Error;
 use wgrad_ops::{Arg, Ops, UOp};
@@ -92,8 +94,20 @@ pub fn lower(k: &Kernel) -> Result<UOp, LowerError> {
         .map(|(i, s)| s.as_int().ok_or(LowerError::SymbolicUpcast { axis: fu + i, size: s.to_string() }))
         .collect::<Result<Vec<i64>, _>>()?;
     let (idxs, ridxs) = loop_indices(k)?;
-    let mut lw = Lowerer { idxs, ridxs, fu, upcast_sizes, memo: HashMap::new(), overrides: HashMap::new() };
     let ast = k.get_optimized_ast();
+    let mut lw = Lowerer {
+        idxs,
+        ridxs,
+        fu,
+        upcast_sizes,
+        memo: HashMap::new(),
+        overrides: HashMap::new(),
+        nested: Rc::new(nested_reduces(&ast)),
+        loop_sets: Rc::new(Cell::new(0)),
+        own: None,
+        first_reduce: k.first_reduce(),
+        unrolled: (fu..full.len()).map(|a| full[a] != k.output_shape()[a]).collect(),
+    };
     if let Some(tc) = k.tensor_core() {
         return crate::lower_tc::lower_tc(k, tc, lw, &ast);
     }
@@ -171,6 +185,25 @@ fn view_reach(shape: &[Sint], strides: &[Sint], offset: &Sint) -> i128 {
         hi = hi.saturating_add(last.saturating_mul(stride.vmax().into()).max(0));
     }
     hi.max(lo.saturating_neg())
+}
+
+/// The reduces that another reduce's source holds (a max inside a sum of `exp(x - max)`):
+/// each needs loops of its own, finished before the loops of the reduce that reads it. A
+/// grouped reduce's first stage (the value it stores to workgroup memory) is part of it.
+fn nested_reduces(ast: &UOp) -> HashSet<UOp> {
+    let topo = ast.toposort();
+    let staged: HashSet<&UOp> = topo
+        .iter()
+        .filter(|u| u.op() == Ops::Store && u.src()[0].op() == Ops::DefineLocal)
+        .map(|u| &u.src()[2])
+        .collect();
+    let finals: Vec<&UOp> =
+        topo.iter().filter(|u| u.op() == Ops::ReduceAxis && !staged.contains(u)).collect();
+    finals
+        .iter()
+        .flat_map(|f| f.src()[0].toposort())
+        .filter(|u| u.op() == Ops::ReduceAxis && !staged.contains(u))
+        .collect()
 }
 
 /// The index of every non-upcast axis: `(idxs, ridxs)`. They differ only on grouped-reduce
@@ -288,6 +321,16 @@ pub(crate) struct Lowerer {
     memo: HashMap<(UOp, Vec<i64>), UOp>,
     /// Kernel-AST nodes lowered to a given value instead (a tensor-core reduce's result).
     pub(crate) overrides: HashMap<UOp, UOp>,
+    /// The reduces nested in another's source (see [`nested_reduces`]).
+    nested: Rc<HashSet<UOp>>,
+    /// How many sets of loops nested reduces have taken so far.
+    loop_sets: Rc<Cell<i64>>,
+    /// The nested reduce this lowerer's loops are for (its loops are its own).
+    own: Option<UOp>,
+    /// The first reduce axis (axes before it are outputs).
+    first_reduce: usize,
+    /// Per upcast axis, whether it is an unrolled reduce axis.
+    unrolled: Vec<bool>,
 }
 
 impl Lowerer {
@@ -317,7 +360,47 @@ impl Lowerer {
     /// and the given overrides.
     pub(crate) fn with_indices(&self, idxs: Vec<UOp>, overrides: HashMap<UOp, UOp>) -> Lowerer {
         let fu = idxs.len();
-        Lowerer { ridxs: idxs.clone(), idxs, fu, upcast_sizes: vec![], memo: HashMap::new(), overrides }
+        Lowerer {
+            ridxs: idxs.clone(),
+            idxs,
+            fu,
+            upcast_sizes: vec![],
+            memo: HashMap::new(),
+            overrides,
+            nested: self.nested.clone(),
+            loop_sets: self.loop_sets.clone(),
+            own: None,
+            first_reduce: fu,
+            unrolled: vec![],
+        }
+    }
+
+    /// A lowerer for the nested reduce `r`: the loop index (`Range`) of every reduce axis
+    /// replaced by a new one, so `r`'s loops are its own; output loops, thread ids and upcast
+    /// lanes stay.
+    fn for_nested(&self, r: &UOp) -> Lowerer {
+        self.loop_sets.set(self.loop_sets.get() + 1);
+        let offset = 10_000 * self.loop_sets.get();
+        let renamed = |idxs: &[UOp]| -> Vec<UOp> {
+            let fresh = |(a, i): (usize, &UOp)| match (i.op(), i.arg().as_int()) {
+                (Ops::Range, Some(axis)) if a >= self.first_reduce => UOp::range(&i.src()[0], axis + offset),
+                _ => i.clone(),
+            };
+            idxs.iter().enumerate().map(fresh).collect()
+        };
+        Lowerer {
+            idxs: renamed(&self.idxs),
+            ridxs: renamed(&self.ridxs),
+            fu: self.fu,
+            upcast_sizes: self.upcast_sizes.clone(),
+            memo: HashMap::new(),
+            overrides: self.overrides.clone(),
+            nested: self.nested.clone(),
+            loop_sets: self.loop_sets.clone(),
+            own: Some(r.clone()),
+            first_reduce: self.first_reduce,
+            unrolled: self.unrolled.clone(),
+        }
     }
 
     pub(crate) fn lower(&mut self, u: &UOp, lane: &[i64]) -> Result<UOp, LowerError> {
@@ -403,6 +486,16 @@ impl Lowerer {
     /// `Reduce` over the loop axes; unrolled axes are combined lane by lane first.
     fn lower_reduce(&mut self, u: &UOp, lane: &[i64]) -> Result<UOp, LowerError> {
         let Arg::ReduceAxis(op, axes) = u.arg() else { return Err(unexpected(u)) };
+        // every reduce of a kernel is constant along the kernel's unrolled reduce axes: lowered
+        // once, at lane 0 of them
+        let canonical: Vec<i64> =
+            lane.iter().zip(&self.unrolled).map(|(&l, &u)| if u { 0 } else { l }).collect();
+        if canonical != lane {
+            return self.lower(u, &canonical);
+        }
+        if self.nested.contains(u) && self.own.as_ref() != Some(u) {
+            return self.for_nested(u).lower(u, lane);
+        }
         let mut lanes = vec![lane.to_vec()];
         let mut ranges = vec![];
         for &a in axes.iter() {

@@ -192,7 +192,7 @@ pub enum OptError {
     /// GROUP on an axis that is not an ungrouped reduce axis.
     #[error("must be reduce axis to group: axis {0}")]
     NotReduce(usize),
-    /// GROUP when reduces share axes.
+    /// GROUP when reduces side by side share axes.
     #[error("can't group with parallel reduces")]
     ParallelReduces,
     /// UNROLL or PADTO of an upcast axis.
@@ -309,7 +309,7 @@ impl Kernel {
         Ok(amt)
     }
 
-    /// The workgroup memory (bytes) a grouped reduce needs once this split by `amt` (or a
+    /// The workgroup memory (bytes) the grouped reduces need once this split by `amt` (or a
     /// new group) is made must fit the target.
     fn check_shared(&self, opt: &Opt, amt: usize) -> Result<(), OptError> {
         let Some(r) = self.reduceop() else { return Ok(()) };
@@ -320,7 +320,12 @@ impl Kernel {
         let fu = self.first_upcast();
         let (full, out) = (&self.full_shape()[fu..], &self.output_shape()[fu..]);
         let upcast: i64 = full.iter().zip(out).filter(|(a, b)| a == b).map(|(a, _)| a.vmax()).product();
-        let needed = amt as i64 * r.dtype().itemsize() as i64 * upcast * self.local_size();
+        // one buffer of partials per reduce
+        let needed = amt as i64
+            * r.dtype().itemsize() as i64
+            * upcast
+            * self.local_size()
+            * self.reduceops.len() as i64;
         match needed <= self.target.shared_max as i64 {
             true => Ok(()),
             false => Err(OptError::SharedMemory { needed, max: self.target.shared_max }),
@@ -454,18 +459,19 @@ impl Kernel {
         }
     }
 
-    /// Whether two reduces of the AST share an axis.
+    /// Whether two reduces of the AST share an axis side by side (neither in the other's
+    /// source): a reduce nested in another's source over the same axes groups with it.
     fn has_parallel_reduces(&self) -> bool {
-        let mut axes: Vec<usize> = vec![];
-        for r in &self.reduceops {
-            if let Arg::ReduceAxis(_, a) = r.arg() {
-                axes.extend(a.iter());
-            }
-        }
-        let n = axes.len();
-        axes.sort_unstable();
-        axes.dedup();
-        axes.len() != n
+        let axes = |r: &UOp| match r.arg() {
+            Arg::ReduceAxis(_, a) => a.to_vec(),
+            _ => vec![],
+        };
+        let nested = |outer: &UOp, inner: &UOp| outer.toposort().contains(inner);
+        self.reduceops.iter().enumerate().any(|(i, a)| {
+            self.reduceops[i + 1..]
+                .iter()
+                .any(|b| axes(a).iter().any(|x| axes(b).contains(x)) && !nested(a, b) && !nested(b, a))
+        })
     }
 
     fn apply_padto(&mut self, axis: usize, amt: usize) -> Result<(), OptError> {

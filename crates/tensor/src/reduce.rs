@@ -106,18 +106,18 @@ impl Tensor {
         Ok((self.std(axes, keepdim, correction)?, self.mean(axes, keepdim)?))
     }
 
-    /// `x - max` and `e^(x - max)` along `axis`, shared by the softmaxes.
-    fn shifted_exp(&self, axis: isize) -> Result<(Tensor, Tensor, Tensor)> {
-        let m = self.sub(self.max(&[axis], true)?.detach())?;
-        let e = m.exp();
-        let s = e.sum(&[axis], true)?;
-        Ok((m, e, s))
+    /// `log(sum(e^(x - m))) + m` along `axis` (kept), `m` the detached max: the gradient is
+    /// the softmax's, and one kernel computes it (the max is a reduce nested in the sum's,
+    /// over the same row), so a softmax reads its input twice, not three times.
+    fn logsumexp_kept(&self, axis: isize) -> Result<Tensor> {
+        let m = self.max(&[axis], true)?.detach();
+        self.sub(&m)?.exp().sum(&[axis], true)?.log().add(&m)
     }
 
-    /// `e^x / sum(e^x)` along `axis`.
+    /// `e^x / sum(e^x)` along `axis`, computed as `e^(x - logsumexp(x))`.
     pub fn softmax(&self, axis: isize) -> Result<Tensor> {
-        let (_, e, s) = self.as_float().shifted_exp(axis)?;
-        e.div(&s)
+        let x = self.as_float();
+        Ok(x.sub(x.logsumexp_kept(axis)?)?.exp())
     }
 
     /// `softmax(-x)` along `axis`.
@@ -125,17 +125,16 @@ impl Tensor {
         self.as_float().neg().softmax(axis)
     }
 
-    /// `log(softmax(x))` along `axis`.
+    /// `log(softmax(x))` along `axis`: `x - logsumexp(x)`.
     pub fn log_softmax(&self, axis: isize) -> Result<Tensor> {
-        let (m, _, s) = self.as_float().shifted_exp(axis)?;
-        m.sub(s.log())
+        let x = self.as_float();
+        x.sub(x.logsumexp_kept(axis)?)
     }
 
     /// `log(sum(e^x))` over `axis`, computed stably.
     pub fn logsumexp(&self, axis: isize, keepdim: bool) -> Result<Tensor> {
-        let m = self.as_float().max(&[axis], true)?;
-        let s = self.sub(&m)?.exp().sum(&[axis], keepdim)?.log();
-        s.add(if keepdim { m } else { m.squeeze(axis)? })
+        let lse = self.as_float().logsumexp_kept(axis)?;
+        if keepdim { Ok(lse) } else { lse.squeeze(axis) }
     }
 
     /// Whether any element over `axes` is true (non-zero).

@@ -7,9 +7,11 @@
 //! 2. a view that expands a value holding a reduce realizes the value (no recomputing the
 //!    reduce per broadcast element); a masked view (a pad) over a value holding an op with
 //!    `f(0) != 0` realizes the value (padding must stay zero);
-//! 3. a kernel holds at most one reduce, reached only through reshapes that keep its
-//!    elements in place; any other reduce it reaches, or one that two kernels reach, is
-//!    realized;
+//! 3. a kernel holds one reduce, reached only through reshapes that keep its elements in
+//!    place, and the reduces over the same axes of the same input shape that it reads
+//!    broadcast back over those axes (a max inside a sum of `exp(x - max)`: each in its own
+//!    loop, the input read twice by one kernel); any other reduce it reaches, or one that
+//!    two kernels reach, is realized;
 //! 4. an assign whose value reads the target buffer other than element for element
 //!    realizes the value first;
 //! 5. a kernel binds at most the device's number of buffers: an op whose inputs would
@@ -18,9 +20,10 @@
 use wgrad_ops::{GroupOp, OpSet, Ops, UOp, UOpMap, UOpSet};
 
 use super::kernel::{Lowered, buffer_key, lower_kernel};
-use super::views::is_identity;
+use super::views::{contiguous_st, is_identity, sints};
 use crate::shapes::numel;
 use crate::{EngineError, Shapes};
+use wgrad_shape::ShapeTracker;
 
 /// Ops whose value at zero inputs is not zero: a pad must not be pushed through them.
 const UNSAFE_PAD: OpSet = GroupOp::UNSAFE_PAD.union(OpSet::of(&[Ops::Fdiv, Ops::Threefry]));
@@ -117,7 +120,8 @@ impl Grouper<'_> {
             let st = u.arg().as_view().expect("a VIEW holds a tracker");
             let expands = numel(self.shapes.of(u)) > numel(self.shapes.of(src));
             let masked = st.views().iter().any(|v| v.mask().is_some());
-            if (expands && reduces[src]) || (masked && unsafe_ops[src]) {
+            let nested = broadcasts_reduce(src, st, self.shapes);
+            if (expands && reduces[src] && !nested) || (masked && unsafe_ops[src]) {
                 changed |= self.realize(src);
             }
         }
@@ -167,19 +171,49 @@ impl Grouper<'_> {
             self.topo.iter().filter(|u| self.realizes.contains(*u) && u.op() != Ops::Copy).cloned().collect();
         for root in roots {
             let lowered = lower_kernel(&root, &self.realizes, self.shapes)?;
-            // a reduce root is its own kernel's reduce
-            let mut kept: Option<UOp> = (root.op() == Ops::ReduceAxis).then(|| root.clone());
+            // in place: every element where the kernel stores it (a prefix is not)
+            let in_place = |r: &UOp, st: &ShapeTracker, shapes: &mut Shapes| {
+                is_identity(st) && numel(shapes.of(r)) == numel(&lowered.shape)
+            };
+            // a reduce root is its own kernel's reduce, else one in place, the outermost first
+            // (one no reduce of the kernel reads broadcast)
+            let read_broadcast: Vec<UOp> = lowered
+                .reduces
+                .iter()
+                .filter(|(r, st)| broadcasts_reduce(r, st, self.shapes))
+                .map(|(r, _)| r.clone())
+                .collect();
+            let mut placed: Vec<UOp> = lowered
+                .reduces
+                .iter()
+                .filter(|(r, st)| in_place(r, st, self.shapes))
+                .map(|(r, _)| r.clone())
+                .collect();
+            placed.sort_by_key(|r| read_broadcast.contains(r));
+            let main = match root.op() {
+                Ops::ReduceAxis => Some(root.clone()),
+                _ => placed.first().cloned(),
+            };
+            // reduces over the main one's axes and input that the kernel reads broadcast
+            let nested: Vec<UOp> = read_broadcast
+                .into_iter()
+                .filter(|r| main.as_ref().is_some_and(|m| same_reduction(m, r, self.shapes)))
+                .collect();
             for (r, st) in &lowered.reduces {
                 let claimed = owner.get(r).is_some_and(|o| *o != root);
                 if *r == root {
                     continue;
                 }
-                // in place: every element where the kernel stores it (a prefix is not)
-                let in_place = is_identity(st) && numel(self.shapes.of(r)) == numel(&lowered.shape);
-                if !in_place || claimed || kept.as_ref().is_some_and(|k| k != r) {
+                let keep = match main.as_ref() == Some(r) {
+                    true => in_place(r, st, self.shapes),
+                    false => {
+                        nested.contains(r)
+                            && (in_place(r, st, self.shapes) || broadcasts_reduce(r, st, self.shapes))
+                    }
+                };
+                if !keep || claimed {
                     add.push(r.clone());
                 } else {
-                    kept = Some(r.clone());
                     owner.insert(r.clone(), root.clone());
                 }
             }
@@ -195,6 +229,26 @@ impl Grouper<'_> {
         let changed = add.iter().fold(false, |changed, u| self.realize(u) | changed);
         Ok((changed, kernels))
     }
+}
+
+/// Whether `st` (a view of `src`) broadcasts a reduce's result back over the axes it reduced,
+/// onto the reduce's input shape: how a reduce nested in another over the same axes reads it.
+fn broadcasts_reduce(src: &UOp, st: &ShapeTracker, shapes: &mut Shapes) -> bool {
+    if src.op() != Ops::ReduceAxis {
+        return false;
+    }
+    let input = shapes.of(&src.src()[0]).to_vec();
+    let broadcast = contiguous_st(shapes.of(src)).expand(&sints(&input));
+    st.shape() == sints(&input).as_slice() && broadcast.is_ok_and(|b| b == *st)
+}
+
+/// Whether two reduces reduce the same axes of inputs of the same shape.
+fn same_reduction(a: &UOp, b: &UOp, shapes: &mut Shapes) -> bool {
+    let axes = |u: &UOp| match u.arg() {
+        wgrad_ops::Arg::ReduceAxis(_, axes) => Some(axes.clone()),
+        _ => None,
+    };
+    axes(a) == axes(b) && shapes.of(&a.src()[0]).to_vec() == shapes.of(&b.src()[0])
 }
 
 /// The nodes of the `VIEW`-form graph under `sink` that get a buffer of their own, and the

@@ -1,7 +1,7 @@
 //! Lowering one realized node's part of the graph (or the parts of a group of them that share
 //! a kernel) into a kernel AST: views are pushed down to the loads (composing ShapeTrackers),
 //! realized nodes and buffers become `Load`s of numbered buffers, constants under a mask
-//! become masked `Const`s, the one reduce keeps its full shape.
+//! become masked `Const`s, the reduces keep their full shapes.
 //!
 //! The kernel's index space `K` is the root's shape, or, when the kernel holds a reduce, the
 //! reduce's output shape (same size: the path from the reduce up to the root only reshapes).
@@ -194,8 +194,8 @@ fn lower(
     Ok(l.out)
 }
 
-/// Lowers the kernel of `root` over its own shape, then, when it holds one reduce whose
-/// output shape differs (the root reshapes it), again over that reduce's output shape.
+/// Lowers the kernel of `root` over its own shape, then, when a reduce it holds in place has
+/// another output shape (the root reshapes it), again over that reduce's output shape.
 pub(crate) fn lower_kernel(
     root: &UOp,
     realizes: &UOpSet,
@@ -204,12 +204,11 @@ pub(crate) fn lower_kernel(
     let shape = shapes.of(root).to_vec();
     let roots = std::slice::from_ref(root);
     let lowered = lower(roots, &shape, realizes, shapes)?;
-    match lowered.reduces.as_slice() {
-        [(r, st)]
-            if super::views::is_identity(st)
-                && shapes.of(r) != shape.as_slice()
-                && crate::shapes::numel(shapes.of(r)) == crate::shapes::numel(&shape) =>
-        {
+    let reshaped = lowered.reduces.iter().find(|(r, st)| {
+        super::views::is_identity(st) && crate::shapes::numel(shapes.of(r)) == crate::shapes::numel(&shape)
+    });
+    match reshaped {
+        Some((r, _)) if shapes.of(r) != shape.as_slice() => {
             let reduced = shapes.of(r).to_vec();
             lower(roots, &reduced, realizes, shapes)
         }
