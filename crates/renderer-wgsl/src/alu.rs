@@ -93,6 +93,10 @@ impl Writer<'_> {
         let native = self.reg(dtype) == Reg::F16;
         let widened: Vec<String> =
             if native { x.iter().map(|a| format!("f32({a})")).collect() } else { x.to_vec() };
+        if op == Ops::CmpNe && x[0] == x[1] {
+            // `x != x` is the NaN test; from the bits, as a compiler may fold `x == x` to true
+            return Some(format!("{}({})", self.helpers.call(Helper::IsNan), widened[0]));
+        }
         if op == Ops::CmpLt {
             // `<` is already false with a NaN; the explicit checks keep device compilers from
             // turning `select(b, a, a < b)` into a NaN-ignoring min or max (NVIDIA's does)

@@ -218,3 +218,16 @@ fn embedding_gather() {
     assert!(!source.contains("loop"), "{source}");
     insta::assert_snapshot!(source);
 }
+
+#[test]
+fn nan_test_and_integer_max() {
+    // `x != x` is rendered from the bits and an integer max as a select (device compilers fold
+    // `x == x` to true, and NVIDIA's drops an operand of the max builtin over vector lanes)
+    let x = load(1, st(&[16]));
+    let (a, b) = (load_dt(DType::I32, 2, st(&[16])), load_dt(DType::I32, 3, st(&[16])));
+    let nan = x.cmp_ne(&x).where_(&a.maximum(&b), &a);
+    let ast = store_ast(st(&[16]), nan);
+    let source = wgsl(&ast, OptMode::NoOpt, &FULL);
+    assert!(source.contains("is_nan(") && !source.contains("max("), "{source}");
+    insta::assert_snapshot!(source);
+}
