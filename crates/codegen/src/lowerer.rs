@@ -7,7 +7,8 @@
 //! once rendered). Hash-consing shares whatever the lanes have in common.
 //!
 //! Invariants of the output: only scalar dtypes; every `Range` has a unique axis id (kernel axes
-//! `0..n`, the second stage of a grouped reduce `1000 + axis`); group-reduce partials go through
+//! `0..n`, the second stage of a grouped reduce `1000 + axis`, a nested reduce's own loops those
+//! plus `10000 * k` for its `k`th set); group-reduce partials go through
 //! `DefineLocal` with a `Barrier` naming every lane's store.
 
 use std::cell::Cell;
