@@ -103,8 +103,7 @@ pub fn lower(k: &Kernel) -> Result<UOp, LowerError> {
         upcast_sizes,
         memo: HashMap::new(),
         overrides: HashMap::new(),
-        nested: Rc::new(nested_reduces(&ast)),
-        loop_sets: Rc::new(Cell::new(0)),
+        nested: Rc::new(Nested { reduces: nested_reduces(&ast), loop_sets: Cell::new(0) }),
         own: None,
         first_reduce: k.first_reduce(),
         unrolled: (fu..full.len()).map(|a| full[a] != k.output_shape()[a]).collect(),
@@ -309,6 +308,13 @@ fn fit_dims(sizes: &[i64], max: &[usize]) -> Option<Vec<(Vec<usize>, Option<i64>
     (slot <= max.len()).then_some(launch)
 }
 
+/// The reduces of a kernel nested in another's source, and how many sets of loops of their
+/// own they have taken so far.
+pub(crate) struct Nested {
+    reduces: HashSet<UOp>,
+    loop_sets: Cell<i64>,
+}
+
 /// The state of lowering one kernel.
 pub(crate) struct Lowerer {
     /// The index of every non-upcast axis (thread ids on grouped axes).
@@ -322,10 +328,8 @@ pub(crate) struct Lowerer {
     memo: HashMap<(UOp, Vec<i64>), UOp>,
     /// Kernel-AST nodes lowered to a given value instead (a tensor-core reduce's result).
     pub(crate) overrides: HashMap<UOp, UOp>,
-    /// The reduces nested in another's source (see [`nested_reduces`]).
-    nested: Rc<HashSet<UOp>>,
-    /// How many sets of loops nested reduces have taken so far.
-    loop_sets: Rc<Cell<i64>>,
+    /// The kernel's nested reduces, shared by the lowerers of their loops.
+    nested: Rc<Nested>,
     /// The nested reduce this lowerer's loops are for (its loops are its own).
     own: Option<UOp>,
     /// The first reduce axis (axes before it are outputs).
@@ -369,7 +373,6 @@ impl Lowerer {
             memo: HashMap::new(),
             overrides,
             nested: self.nested.clone(),
-            loop_sets: self.loop_sets.clone(),
             own: None,
             first_reduce: fu,
             unrolled: vec![],
@@ -380,8 +383,9 @@ impl Lowerer {
     /// replaced by a new one, so `r`'s loops are its own; output loops, thread ids and upcast
     /// lanes stay.
     fn for_nested(&self, r: &UOp) -> Lowerer {
-        self.loop_sets.set(self.loop_sets.get() + 1);
-        let offset = 10_000 * self.loop_sets.get();
+        let sets = &self.nested.loop_sets;
+        sets.set(sets.get() + 1);
+        let offset = 10_000 * sets.get();
         let renamed = |idxs: &[UOp]| -> Vec<UOp> {
             let fresh = |(a, i): (usize, &UOp)| match (i.op(), i.arg().as_int()) {
                 (Ops::Range, Some(axis)) if a >= self.first_reduce => UOp::range(&i.src()[0], axis + offset),
@@ -397,7 +401,6 @@ impl Lowerer {
             memo: HashMap::new(),
             overrides: self.overrides.clone(),
             nested: self.nested.clone(),
-            loop_sets: self.loop_sets.clone(),
             own: Some(r.clone()),
             first_reduce: self.first_reduce,
             unrolled: self.unrolled.clone(),
@@ -494,7 +497,7 @@ impl Lowerer {
         if canonical != lane {
             return self.lower(u, &canonical);
         }
-        if self.nested.contains(u) && self.own.as_ref() != Some(u) {
+        if self.nested.reduces.contains(u) && self.own.as_ref() != Some(u) {
             return self.for_nested(u).lower(u, lane);
         }
         let mut lanes = vec![lane.to_vec()];

@@ -17,7 +17,7 @@
 //! 5. a kernel binds at most the device's number of buffers: an op whose inputs would
 //!    exceed it realizes its sources.
 
-use wgrad_ops::{GroupOp, OpSet, Ops, UOp, UOpMap, UOpSet};
+use wgrad_ops::{Arg, GroupOp, OpSet, Ops, UOp, UOpMap, UOpSet};
 
 use super::kernel::{Lowered, buffer_key, lower_kernel};
 use super::views::{contiguous_st, is_identity, sints};
@@ -204,12 +204,11 @@ impl Grouper<'_> {
                 if *r == root {
                     continue;
                 }
-                let keep = match main.as_ref() == Some(r) {
-                    true => in_place(r, st, self.shapes),
-                    false => {
-                        nested.contains(r)
-                            && (in_place(r, st, self.shapes) || broadcasts_reduce(r, st, self.shapes))
-                    }
+                let keep = if main.as_ref() == Some(r) {
+                    in_place(r, st, self.shapes)
+                } else {
+                    nested.contains(r)
+                        && (in_place(r, st, self.shapes) || broadcasts_reduce(r, st, self.shapes))
                 };
                 if !keep || claimed {
                     add.push(r.clone());
@@ -245,7 +244,7 @@ fn broadcasts_reduce(src: &UOp, st: &ShapeTracker, shapes: &mut Shapes) -> bool 
 /// Whether two reduces reduce the same axes of inputs of the same shape.
 fn same_reduction(a: &UOp, b: &UOp, shapes: &mut Shapes) -> bool {
     let axes = |u: &UOp| match u.arg() {
-        wgrad_ops::Arg::ReduceAxis(_, axes) => Some(axes.clone()),
+        Arg::ReduceAxis(_, axes) => Some(axes.clone()),
         _ => None,
     };
     axes(a) == axes(b) && shapes.of(&a.src()[0]).to_vec() == shapes.of(&b.src()[0])
