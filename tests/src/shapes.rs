@@ -179,11 +179,13 @@ pub fn tuned_cases() -> Vec<(String, Case)> {
 
 /// Targets under which the plans fire at these sizes: a GPU-like target wanting 1024 threads
 /// (tiles shrink, few outputs group) and one wanting 1 << 17 (everything groups, tiles stay
-/// small), besides the interpreter's own kind of target.
+/// small), that one again with subgroup ops switched (grouped partials combined in subgroups
+/// or not), besides the interpreter's own kind of target.
 pub fn tuned_targets(base: &Target) -> Vec<Target> {
     vec![
         Target { parallelism: 1 << 10, ..base.clone() },
         Target { parallelism: 1 << 17, ..base.clone() },
+        Target { parallelism: 1 << 17, subgroup_ops: !base.subgroup_ops, ..base.clone() },
         Target { parallelism: 1 << 6, ..base.clone() },
     ]
 }

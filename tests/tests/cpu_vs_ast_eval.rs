@@ -71,6 +71,10 @@ fn random_kernels_match_the_ast_evaluator() {
         let opts = case.random_opts(&mut r, &generic);
         let wide = check_on(&generic, &case, &opts, &inputs, &format!("seed {seed} opts {opts:?}"));
         vectorized += usize::from(wide > 0);
+        // grouped partials combined in subgroups (the interpreter's subgroup is the workgroup)
+        let subgroups = Target { subgroup_ops: true, ..generic.clone() };
+        check_on(&subgroups, &case, &opts, &inputs, &format!("seed {seed} subgroups opts {opts:?}"));
+        check_on(&subgroups, &case, &OptMode::Heuristic, &inputs, &format!("seed {seed} subgroups"));
     }
     // the random opts must keep exercising the vectorizer
     assert!(

@@ -23,6 +23,7 @@ fn caps(device: &Device, f16: bool, int64: bool) -> WgslCaps {
         f16: f16 && device.features().f16,
         int64: int64 && device.features().int64,
         cooperative_matrix: device.features().cooperative_matrix,
+        subgroups: device.features().subgroups,
         max_workgroups_per_dim: device.limits().max_workgroups_per_dimension,
     }
 }

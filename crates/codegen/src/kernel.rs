@@ -14,7 +14,7 @@
 
 use std::fmt::Write;
 
-use wgrad_dtype::AddrSpace;
+use wgrad_dtype::{AddrSpace, DType};
 use wgrad_ops::{Arg, Ops, UOp, UOpMap};
 use wgrad_shape::{ShapeTracker, Sint};
 
@@ -232,6 +232,32 @@ impl Kernel {
     /// Whether NOLOCALS was applied: global axes are not split into workgroups.
     pub fn dont_use_locals(&self) -> bool {
         self.dont_use_locals
+    }
+
+    /// Whether the partials of this kernel's reduces, grouped on one axis (GROUP, GROUPTOP),
+    /// are combined in subgroups first: the target has subgroup ops, the workgroup is the
+    /// grouped axis alone (no LOCAL axes, so a subgroup only holds invocations of the same
+    /// outputs whatever its size) and a whole number of the target's subgroups (llvmpipe
+    /// counts a workgroup of 125 as 15 subgroups of 8 and loses the last 5 partials), and every
+    /// reduce is an `Add`, `Max` or `Mul` of 32-bit values.
+    pub fn subgroup_partials(&self) -> bool {
+        let fits = |r: &UOp| {
+            matches!(r.arg(), Arg::ReduceAxis(Ops::Add | Ops::Max | Ops::Mul, _))
+                && [DType::F32, DType::I32, DType::U32].contains(&r.dtype())
+        };
+        let whole_subgroups = match (self.group_for_reduces, self.target.subgroup_size) {
+            (0, Some(_)) => true,
+            (1, Some(size)) => self.full_shape()[self.first_reduce()]
+                .as_int()
+                .is_some_and(|g| (g as usize).is_multiple_of(size)),
+            _ => false,
+        };
+        self.target.subgroup_ops
+            && self.target.has_local
+            && !self.dont_use_locals
+            && whole_subgroups
+            && self.local_dims == 0
+            && self.reduceops.iter().all(fits)
     }
 
     /// Number of axes.

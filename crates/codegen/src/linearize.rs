@@ -22,7 +22,10 @@
 use std::collections::HashMap;
 
 use wgrad_dtype::DType;
-use wgrad_ops::{Arg, Ops, OpsError, UOp, UOpMap, identity_element, verify, verify_uops};
+use wgrad_ops::{
+    Arg, NUM_SUBGROUPS, Ops, OpsError, SUBGROUP_ID, SUBGROUP_LANE, UOp, UOpMap, identity_element, verify,
+    verify_uops,
+};
 
 use crate::program::{Program, buffer_args, variables};
 
@@ -453,11 +456,14 @@ fn close_nesting(enc: &mut [Ranges], earlier: &impl Fn(usize) -> Ranges) {
     }
 }
 
-/// Workgroup counts and sizes from the `Special`s.
+/// Workgroup counts and sizes from the `Special`s (the subgroup builtins set none).
 fn launch_sizes(uops: &[UOp]) -> Result<([usize; 3], [usize; 3]), LinearizeError> {
     let mut sizes = [[0usize; 3]; 2];
     for u in uops.iter().filter(|u| u.op() == Ops::Special) {
         let Arg::Special(name, size) = u.arg() else { continue };
+        if [SUBGROUP_ID, SUBGROUP_LANE, NUM_SUBGROUPS].contains(&&**name) {
+            continue;
+        }
         let bad = || LinearizeError::Special { name: name.to_string(), size: *size };
         let (kind, dim) = match (name.strip_prefix("gidx"), name.strip_prefix("lidx")) {
             (Some(d), _) => (0, d),

@@ -9,14 +9,17 @@
 //! Invariants of the output: only scalar dtypes; every `Range` has a unique axis id (kernel axes
 //! `0..n`, the second stage of a grouped reduce `1000 + axis`, a nested reduce's own loops those
 //! plus `10000 * k` for its `k`th set); group-reduce partials go through
-//! `DefineLocal` with a `Barrier` naming every lane's store.
+//! `DefineLocal` with a `Barrier` naming every lane's store. Where
+//! [`Kernel::subgroup_partials`] holds, each subgroup first combines its partials
+//! (`SubgroupReduce`), its lane 0 stores the result at its `subgroup_id`, and the loop reading
+//! them back runs to `num_subgroups` (all three `Special`s).
 
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use thiserror::Error;
-use wgrad_ops::{Arg, Ops, UOp};
+use wgrad_ops::{Arg, NUM_SUBGROUPS, Ops, SUBGROUP_ID, SUBGROUP_LANE, UOp};
 use wgrad_shape::{IndexAlgebra, ShapeTracker, Sint};
 
 use crate::{Kernel, view_st};
@@ -94,11 +97,23 @@ pub fn lower(k: &Kernel) -> Result<UOp, LowerError> {
         .enumerate()
         .map(|(i, s)| s.as_int().ok_or(LowerError::SymbolicUpcast { axis: fu + i, size: s.to_string() }))
         .collect::<Result<Vec<i64>, _>>()?;
-    let (idxs, ridxs) = loop_indices(k)?;
+    // a grouped reduce's partials combined in each subgroup (`SubgroupReduce`), stored by one
+    // invocation of it at its `subgroup_id`, and `num_subgroups` of them read back
+    let grouped = k.subgroup_partials() && k.group_for_reduces() == 1;
+    let subgroups = match (grouped, full.get(k.first_reduce()).and_then(Sint::as_int)) {
+        (true, Some(group)) => Some(Subgroups {
+            id: UOp::special(SUBGROUP_ID, group),
+            lane: UOp::special(SUBGROUP_LANE, group),
+            count: UOp::special(NUM_SUBGROUPS, group + 1),
+        }),
+        _ => None,
+    };
+    let (idxs, ridxs) = loop_indices(k, subgroups.as_ref().map(|s| &s.count))?;
     let ast = k.get_optimized_ast();
     let mut lw = Lowerer {
         idxs,
         ridxs,
+        subgroups,
         fu,
         upcast_sizes,
         memo: HashMap::new(),
@@ -207,8 +222,9 @@ fn nested_reduces(ast: &UOp) -> HashSet<UOp> {
 }
 
 /// The index of every non-upcast axis: `(idxs, ridxs)`. They differ only on grouped-reduce
-/// axes, which are thread ids in `idxs` and loops (for reading the partials back) in `ridxs`.
-fn loop_indices(k: &Kernel) -> Result<(Vec<UOp>, Vec<UOp>), LowerError> {
+/// axes, which are thread ids in `idxs` and loops (for reading the partials back) in `ridxs`:
+/// over the group, or over the subgroups when `subgroups` is given (its `num_subgroups`).
+fn loop_indices(k: &Kernel, subgroups: Option<&UOp>) -> Result<(Vec<UOp>, Vec<UOp>), LowerError> {
     let full = k.full_shape();
     let (gd, fr, gfr, fu) = (k.global_dims(), k.first_reduce(), k.group_for_reduces(), k.first_upcast());
     let t = k.target();
@@ -224,7 +240,10 @@ fn loop_indices(k: &Kernel) -> Result<(Vec<UOp>, Vec<UOp>), LowerError> {
     idxs.extend((fr + gfr..fu).map(|i| range(&full[i], i)));
     let mut ridxs = idxs.clone();
     for a in fr..fr + gfr {
-        ridxs[a] = range(&full[a], 1000 + a);
+        ridxs[a] = match subgroups {
+            Some(n) => UOp::range(n, 1000 + a as i64),
+            None => range(&full[a], 1000 + a),
+        };
     }
     Ok((idxs, ridxs))
 }
@@ -315,12 +334,25 @@ pub(crate) struct Nested {
     loop_sets: Cell<i64>,
 }
 
+/// The subgroup builtins of a kernel whose grouped-reduce partials go through subgroups.
+#[derive(Clone)]
+pub(crate) struct Subgroups {
+    /// `subgroup_id`: where the subgroup's partial goes in workgroup memory.
+    id: UOp,
+    /// `subgroup_invocation_id`: lane 0 stores the subgroup's partial.
+    lane: UOp,
+    /// `num_subgroups`: how many partials are read back.
+    count: UOp,
+}
+
 /// The state of lowering one kernel.
 pub(crate) struct Lowerer {
     /// The index of every non-upcast axis (thread ids on grouped axes).
     pub(crate) idxs: Vec<UOp>,
     /// Like `idxs`, with loops on grouped axes.
     pub(crate) ridxs: Vec<UOp>,
+    /// The subgroup builtins, when grouped-reduce partials go through subgroups.
+    subgroups: Option<Subgroups>,
     /// The first upcast axis.
     pub(crate) fu: usize,
     /// The size of every upcast axis.
@@ -368,6 +400,7 @@ impl Lowerer {
         Lowerer {
             ridxs: idxs.clone(),
             idxs,
+            subgroups: None,
             fu,
             upcast_sizes: vec![],
             memo: HashMap::new(),
@@ -396,6 +429,7 @@ impl Lowerer {
         Lowerer {
             idxs: renamed(&self.idxs),
             ridxs: renamed(&self.ridxs),
+            subgroups: self.subgroups.clone(),
             fu: self.fu,
             upcast_sizes: self.upcast_sizes.clone(),
             memo: HashMap::new(),
@@ -479,12 +513,32 @@ impl Lowerer {
         let (buf, view) = (&u.src()[0], &u.src()[1]);
         let st = view_st(view).ok_or_else(|| unexpected(view))?;
         let value = self.lower(&u.src()[2], lane)?;
+        if let (Ops::DefineLocal, Some(sg)) = (buf.op(), self.subgroups.clone()) {
+            return self.store_subgroup_partial(u, &sg, value, lane);
+        }
         let gate = (0..self.idxs.len())
             .filter(|&a| self.idxs[a] != self.ridxs[a] && st.shape()[a] == 1)
             .map(|a| self.idxs[a].cmp_eq(0))
             .reduce(|a, b| a.and(&b));
         let index = self.index(buf, view, &self.idxs.clone(), lane, gate)?;
         Ok(UOp::store([index, value]))
+    }
+
+    /// The store of a grouped reduce's partial `value` through subgroups: combined over the
+    /// subgroup, stored by its lane 0 at the subgroup's index on the grouped axis.
+    fn store_subgroup_partial(
+        &mut self,
+        u: &UOp,
+        sg: &Subgroups,
+        value: UOp,
+        lane: &[i64],
+    ) -> Result<UOp, LowerError> {
+        let Arg::ReduceAxis(op, _) = u.src()[2].arg() else { return Err(unexpected(u)) };
+        let combined = UOp::new(Ops::SubgroupReduce, value.dtype(), [value], Arg::Op(*op));
+        let mut idxs = self.idxs.clone();
+        idxs[self.first_reduce] = sg.id.clone();
+        let index = self.index(&u.src()[0], &u.src()[1], &idxs, lane, Some(sg.lane.cmp_eq(0)))?;
+        Ok(UOp::store([index, combined]))
     }
 
     /// `Reduce` over the loop axes; unrolled axes are combined lane by lane first.

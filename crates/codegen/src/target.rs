@@ -39,6 +39,10 @@ pub struct Target {
     pub has_f16: bool,
     /// The subgroup (warp) size, when known.
     pub subgroup_size: Option<usize>,
+    /// Whether kernels may use subgroup operations and builtins (`subgroupAdd`,
+    /// `subgroup_id`): a grouped reduce then combines each subgroup's partials before they
+    /// meet in workgroup memory, whatever the subgroups' size.
+    pub subgroup_ops: bool,
     /// Tensor-core shapes; empty when the target has none.
     pub tensor_cores: Vec<TensorCoreShape>,
     /// Threads the device needs in flight to be busy (a big GPU: about 1 << 17; a CPU: a few
@@ -67,6 +71,7 @@ impl Target {
             vector_widths: vec![1, 2, 4],
             has_f16: true,
             subgroup_size: Some(32),
+            subgroup_ops: false,
             tensor_cores: vec![],
             parallelism: 1 << 17,
             max_loop_iterations: None,
@@ -88,6 +93,7 @@ impl Target {
             vector_widths: vec![1],
             has_f16: false,
             subgroup_size: None,
+            subgroup_ops: false,
             tensor_cores: vec![],
             parallelism: 64,
             max_loop_iterations: None,

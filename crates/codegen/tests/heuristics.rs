@@ -96,6 +96,32 @@ fn softmax_reductions_are_grouped_and_normalize_is_vectorized() {
 }
 
 #[test]
+fn logsumexp_rows_take_the_widest_group_where_partials_meet_in_subgroups() {
+    let lse = |rows: i64, cols: i64| {
+        let x = load(1, st(&[rows, cols]));
+        let max = x.reduce_axis(Ops::Max, &[1]);
+        store_ast(st(&[rows, 1]), (&x - &max).exp2().reduce_axis(Ops::Add, &[1]).log2() + max)
+    };
+    let subgroups = || Target { subgroup_ops: true, ..big_gpu() };
+    // every thread reads all partials back: the group just wide enough
+    let plain = optimized(&lse(4096, 8192), big_gpu());
+    assert_eq!(plain.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 32)]));
+    // partials combined in subgroups: few rows in flight, so the second pass hits the cache
+    let wide = optimized(&lse(4096, 8192), subgroups());
+    assert_eq!(wide.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 256)]));
+    assert!(wide.subgroup_partials());
+    // narrower where a thread would run fewer than four steps
+    let short = optimized(&lse(4096, 1024), subgroups());
+    assert_eq!(short.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 32)]));
+    // a lone reduce keeps the group that brings the threads up to the target's parallelism
+    let sum = optimized(&sum_ast(&[4096, 8192], &[1]), subgroups());
+    assert_eq!(sum.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 32)]));
+    // a column sum's workgroup holds several outputs: its partials stay per invocation
+    let columns = optimized(&sum_ast(&[4096, 8192], &[0]), subgroups());
+    assert!(!columns.subgroup_partials(), "{}", columns.describe());
+}
+
+#[test]
 fn few_long_rows_are_grouped_but_many_short_rows_are_not() {
     let short = optimized(&sum_ast(&[1 << 18, 64], &[1]), big_gpu());
     assert_eq!(short.group_for_reduces(), 0, "{}", short.describe());

@@ -129,7 +129,9 @@ pub enum Ops {
     EndIf,
     /// Workgroup barrier.
     Barrier,
-    /// A hardware index (`gidx0`, `lidx1`): arg [`crate::Arg::Special`] (name, size).
+    /// A hardware index (`gidx0`, `lidx1`) or subgroup builtin ([`SUBGROUP_ID`],
+    /// [`SUBGROUP_LANE`], [`NUM_SUBGROUPS`]): arg [`crate::Arg::Special`] (name, size), the
+    /// value in `[0, size)`.
     Special,
     // vector
     /// Builds a vector from scalar sources.
@@ -162,11 +164,24 @@ pub enum Ops {
     /// Writes a cooperative matrix (role C) as [`Ops::CoopLoad`] reads one: `src` =
     /// (`Index(buf, first)`, value, stride), arg [`crate::Arg::Coop`]; dtype void.
     CoopStore,
+    /// `src[0]` combined over the invocations of this invocation's subgroup (`subgroupAdd`,
+    /// `subgroupMax`, `subgroupMul`), every invocation getting the result: arg
+    /// [`crate::Arg::Op`] (`Add`, `Max` or `Mul`). Every invocation of the workgroup must
+    /// reach it (uniform control flow).
+    SubgroupReduce,
 }
+
+/// The `Special` naming this invocation's subgroup within its workgroup (`subgroup_id`).
+pub const SUBGROUP_ID: &str = "sgid";
+/// The `Special` naming this invocation within its subgroup (`subgroup_invocation_id`).
+pub const SUBGROUP_LANE: &str = "sglane";
+/// The `Special` counting the workgroup's subgroups (`num_subgroups`): its size is one more
+/// than the most there can be.
+pub const NUM_SUBGROUPS: &str = "nsg";
 
 impl Ops {
     /// Every op, in order.
-    pub const ALL: [Ops; 68] = [
+    pub const ALL: [Ops; 69] = [
         Ops::Sink,
         Ops::Noop,
         Ops::Kernel,
@@ -235,6 +250,7 @@ impl Ops {
         Ops::ContiguousBackward,
         Ops::CoopLoad,
         Ops::CoopStore,
+        Ops::SubgroupReduce,
     ];
 
     /// Number of sources of an ALU op (1, 2 or 3); `None` for other ops.

@@ -18,6 +18,7 @@
 //! - `CoopLoad` is (pointer, int stride) with a cooperative arg and the pointer's element
 //!   `.vec(n * n)` for a tile side `n` of 8 or 16; `CoopStore` is void, (pointer, such a tile of
 //!   the element, int stride); `Wmma` is (a, b, acc) of one tile size, its dtype the acc's.
+//! - `SubgroupReduce` has one source of its dtype and an `Add`, `Max` or `Mul` arg.
 
 use wgrad_dtype::DType;
 
@@ -126,6 +127,11 @@ fn check(u: &UOp) -> Result<(), SpecViolation> {
             source_is(u, 0, dt)
         }
         Ops::Special => arg(matches!(u.arg(), Arg::Special(..)), u, "(name, size)"),
+        Ops::SubgroupReduce => {
+            arity(u, |k| k == 1, "1")?;
+            source_is(u, 0, dt)?;
+            arg(matches!(u.arg(), Arg::Op(Ops::Add | Ops::Max | Ops::Mul)), u, "Add, Max or Mul")
+        }
         Ops::Cast => arity(u, |k| k == 1, "1"),
         Ops::Bitcast => {
             arity(u, |k| k == 1, "1")?;

@@ -14,6 +14,9 @@ pub(crate) enum Helper {
     IsNan,
     /// `max_nan(a, b)`: `max` that returns NaN when either operand is NaN.
     MaxNan,
+    /// `subgroup_max_nan(x)`: `subgroupMax` over f32 that returns NaN when any invocation's
+    /// value is NaN (the builtin's result is undefined then), through the f32 order as i32.
+    SubgroupMaxNan,
     /// `round_f16(x: f32) -> f32`: nearest-even f16 value (inf past the range).
     RoundF16,
     /// `round_bf16(x: f32) -> f32`: nearest-even bf16 value.
@@ -74,6 +77,7 @@ impl Helper {
         let fixed = [
             Helper::IsNan,
             Helper::MaxNan,
+            Helper::SubgroupMaxNan,
             Helper::RoundF16,
             Helper::RoundBf16,
             Helper::Exp2,
@@ -99,6 +103,7 @@ impl Helper {
         match self {
             Helper::IsNan => "is_nan".into(),
             Helper::MaxNan => "max_nan".into(),
+            Helper::SubgroupMaxNan => "subgroup_max_nan".into(),
             Helper::RoundF16 => "round_f16".into(),
             Helper::RoundBf16 => "round_bf16".into(),
             Helper::Wrap { bits, signed } => format!("wrap_{}{bits}", if signed { "i" } else { "u" }),
@@ -127,7 +132,12 @@ impl Helper {
     /// The helpers this one calls.
     fn deps(self) -> Vec<Helper> {
         match self {
-            Helper::MaxNan | Helper::Exp2 | Helper::Log2 | Helper::FloatLowBits | Helper::FloatMod => {
+            Helper::MaxNan
+            | Helper::SubgroupMaxNan
+            | Helper::Exp2
+            | Helper::Log2
+            | Helper::FloatLowBits
+            | Helper::FloatMod => {
                 vec![Helper::IsNan]
             }
             Helper::Sin => vec![Helper::TwoProdErr],
@@ -155,6 +165,7 @@ impl Helper {
                  if (is_nan(a) || is_nan(b)) {{ return bitcast<f32>(0x7fc00000u); }}\n  \
                  return max(a, b);\n}}\n"
             ),
+            Helper::SubgroupMaxNan => SUBGROUP_MAX_NAN.replace("NAME", &name),
             Helper::RoundF16 => ROUND_F16.replace("NAME", &name),
             Helper::RoundBf16 => ROUND_BF16.replace("NAME", &name),
             Helper::Wrap { bits, signed: true } => {
@@ -323,6 +334,18 @@ fn int_sqrt(name: &str, r: Reg) -> String {
         }
     }
 }
+
+/// The subgroup's largest f32, NaN when any is NaN: each float becomes an i32 of the same order
+/// (the magnitude bits of negatives flipped, so -0 sorts below +0; NaN above everything), the
+/// builtin takes the largest, and it is turned back.
+const SUBGROUP_MAX_NAN: &str = "fn NAME(x: f32) -> f32 {
+  let bits = bitcast<i32>(x);
+  let key = select(select(bits, bits ^ 0x7fffffff, bits < 0), 0x7fffffff, is_nan(x));
+  let top = subgroupMax(key);
+  if (top == 0x7fffffff) { return bitcast<f32>(0x7fc00000u); }
+  return bitcast<f32>(select(top, top ^ 0x7fffffff, top < 0));
+}
+";
 
 /// Nearest-even rounding of an f32 to the f16 grid, on the bits: overflow gives inf, NaN and inf
 /// pass through, the subnormal range rounds to multiples of 2^-24.

@@ -10,6 +10,9 @@ pub struct WgslCaps {
     /// `enable wgpu_cooperative_matrix;` works (wgpu's `EXPERIMENTAL_COOPERATIVE_MATRIX`):
     /// tensor-core tiles render; without it they are refused.
     pub cooperative_matrix: bool,
+    /// Subgroup builtins and operations work (wgpu's `SUBGROUP`); without it a kernel that
+    /// combines values in subgroups is refused.
+    pub subgroups: bool,
     /// The largest workgroup count per dispatch dimension; larger grids are flattened.
     pub max_workgroups_per_dim: u32,
 }

@@ -12,10 +12,10 @@ use std::fmt::Write;
 
 use wgrad_codegen::{BufferArg, Program};
 use wgrad_dtype::{ConstValue, DType};
-use wgrad_ops::{Arg, GroupOp, Ops, UOp, UOpMap, bitcast};
+use wgrad_ops::{Arg, GroupOp, NUM_SUBGROUPS, Ops, SUBGROUP_ID, SUBGROUP_LANE, UOp, UOpMap, bitcast};
 
 use crate::alu::Value;
-use crate::helpers::Helpers;
+use crate::helpers::{Helper, Helpers};
 use crate::literal::literal;
 use crate::memory::vector_type;
 use crate::names::Namer;
@@ -242,6 +242,7 @@ impl<'a> Writer<'a> {
             Ops::Load => self.load(index, u)?,
             Ops::Store => self.store(index, u)?,
             Ops::Barrier => self.line("workgroupBarrier();"),
+            Ops::SubgroupReduce => self.subgroup_reduce(index, u)?,
             Ops::Vectorize => {
                 let lanes =
                     (0..u.src().len()).map(|i| self.src(index, u, i)).collect::<Result<Vec<_>, _>>()?;
@@ -282,10 +283,55 @@ impl<'a> Writer<'a> {
         Ok(())
     }
 
-    /// `gidxN`/`lidxN` from the workgroup and invocation ids (or the flattened grid).
+    /// `subgroupAdd`/`subgroupMul`/`subgroupMax` of a 32-bit value (f32 max through
+    /// [`Helper::SubgroupMaxNan`], which keeps NaN).
+    fn subgroup_reduce(&mut self, index: usize, u: &UOp) -> Result<(), RenderError> {
+        self.need_subgroups(index, u)?;
+        let x = self.src(index, u, 0)?;
+        let reg = self.reg(u.dtype());
+        let call = match (u.arg(), reg) {
+            (_, r) if !matches!(r, Reg::F32 | Reg::I32 | Reg::U32) || u.dtype().count() != 1 => None,
+            (Arg::Op(Ops::Max), Reg::F32) => Some(self.helpers.call(Helper::SubgroupMaxNan)),
+            (Arg::Op(Ops::Max), _) => Some("subgroupMax".into()),
+            (Arg::Op(Ops::Add), _) => Some("subgroupAdd".into()),
+            (Arg::Op(Ops::Mul), _) => Some("subgroupMul".into()),
+            _ => None,
+        };
+        let reason = "not an Add, Max or Mul of one 32-bit value";
+        let call = call.ok_or(RenderError::UnsupportedOp { index, op: u.op(), reason })?;
+        self.bind(u, "sub", format!("{call}({x})"));
+        Ok(())
+    }
+
+    /// Refuses `u` unless the adapter has subgroups.
+    fn need_subgroups(&self, index: usize, u: &UOp) -> Result<(), RenderError> {
+        let reason = "subgroup operations need the adapter's SUBGROUP feature";
+        if self.caps.subgroups {
+            Ok(())
+        } else {
+            Err(RenderError::UnsupportedOp { index, op: u.op(), reason })
+        }
+    }
+
+    /// `gidxN`/`lidxN` from the workgroup and invocation ids (or the flattened grid), and the
+    /// subgroup builtins.
     fn special(&mut self, index: usize, u: &UOp) -> Result<(), RenderError> {
         let bad = RenderError::UnsupportedOp { index, op: u.op(), reason: "not gidx0..2 or lidx0..2" };
         let Arg::Special(name, _) = u.arg() else { return Err(bad) };
+        let builtin = match &**name {
+            SUBGROUP_ID => Some("sg_id"),
+            SUBGROUP_LANE => Some("sg_lane"),
+            NUM_SUBGROUPS => Some("n_sg"),
+            _ => None,
+        };
+        if let Some(builtin) = builtin {
+            self.need_subgroups(index, u)?;
+            self.builtins.insert(builtin);
+            let name = self.namer.claim(name);
+            self.line(format!("let {name} = i32({builtin});"));
+            self.name(u, name);
+            return Ok(());
+        }
         let (global, dim) = match (name.strip_prefix("gidx"), name.strip_prefix("lidx")) {
             (Some(d), _) => (true, d),
             (_, Some(d)) => (false, d),
@@ -404,8 +450,11 @@ fn vector_buffers(program: &Program, caps: &WgslCaps) -> BTreeMap<usize, u32> {
 }
 
 /// The entry point's builtin parameters, in order: name and declaration.
-const BUILTINS: [(&str, &str); 3] = [
+const BUILTINS: [(&str, &str); 6] = [
     ("wid", "@builtin(workgroup_id) wid: vec3<u32>"),
     ("lid", "@builtin(local_invocation_id) lid: vec3<u32>"),
     ("nwg", "@builtin(num_workgroups) nwg: vec3<u32>"),
+    ("sg_id", "@builtin(subgroup_id) sg_id: u32"),
+    ("sg_lane", "@builtin(subgroup_invocation_id) sg_lane: u32"),
+    ("n_sg", "@builtin(num_subgroups) n_sg: u32"),
 ];

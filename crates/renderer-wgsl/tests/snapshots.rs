@@ -8,7 +8,7 @@ use common::*;
 use wgrad_codegen::{Opt, OptMode, OptOps, Target, TensorCoreShape, compile};
 use wgrad_dtype::DType;
 use wgrad_ops::{Ops, UOp};
-use wgrad_renderer_wgsl::WgslCaps;
+use wgrad_renderer_wgsl::{WgslCaps, render};
 use wgrad_shape::{ShapeTracker, Sint, Variable, View};
 
 /// The rendered source, after checking that it validates.
@@ -115,6 +115,26 @@ fn grouped_row_reduce() {
     let source = wgsl(&ast, mode, &FULL);
     assert!(source.contains("array<vec4<f32>>") && source.contains("var<workgroup>"), "{source}");
     insta::assert_snapshot!(source);
+}
+
+#[test]
+fn logsumexp_through_subgroups() {
+    // a max nested in a sum, both grouped by one subgroup's worth: each subgroup combines its
+    // partials (the f32 max keeping NaN), lane 0 stores them, every invocation reads
+    // `num_subgroups` back
+    let x = load(1, st(&[4, 1024]));
+    let max = x.reduce_axis(Ops::Max, &[1]);
+    let ast = store_ast(st(&[4, 1]), (&x - &max).exp2().reduce_axis(Ops::Add, &[1]).log2() + max);
+    let target = Target { subgroup_ops: true, ..Target::generic_gpu() };
+    let mode = OptMode::Given(vec![Opt::new(OptOps::Unroll, 0, 8), Opt::new(OptOps::Group, 0, 32)]);
+    let program = compile(&ast, &target, &mode, "kernel").expect("compiles").1;
+    let source = render_valid(&program, &FULL).source;
+    for call in ["subgroup_max_nan(", "subgroupAdd(", "@builtin(num_subgroups)", "@builtin(subgroup_id)"] {
+        assert!(source.contains(call), "{call} missing:\n{source}");
+    }
+    insta::assert_snapshot!(source);
+    let refused = render(&program, &BARE).expect_err("no subgroups without the feature");
+    assert!(refused.to_string().contains("SUBGROUP"), "{refused}");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use wgrad_codegen::{BufferArg, Program};
 use wgrad_dtype::{AddrSpace, ConstValue, DType};
-use wgrad_ops::{Arg, GroupOp, Ops, UOp, UOpMap};
+use wgrad_ops::{Arg, GroupOp, NUM_SUBGROUPS, Ops, SUBGROUP_ID, SUBGROUP_LANE, UOp, UOpMap};
 use wgrad_shape::Variable;
 
 use crate::CpuError;
@@ -15,11 +15,27 @@ pub(crate) enum Mem {
     Local(usize),
 }
 
+/// A hardware index or subgroup builtin. The interpreter's subgroup is the whole workgroup:
+/// one subgroup, whose lanes are the invocations in order of their flattened local id.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Builtin {
+    /// `gidx[dim]`.
+    Group(usize),
+    /// `lidx[dim]`.
+    Local(usize),
+    /// `subgroup_id`: always 0.
+    SubgroupId,
+    /// `subgroup_invocation_id`: the flattened local id.
+    SubgroupLane,
+    /// `num_subgroups`: always 1.
+    NumSubgroups,
+}
+
 /// One instruction; registers and jump targets are indices.
 #[derive(Clone, Debug)]
 pub(crate) enum Inst {
-    /// `dst = gidx[dim]` (`local: false`) or `lidx[dim]`.
-    Special { dst: usize, local: bool, dim: usize },
+    /// `dst = ` the builtin's value.
+    Special { dst: usize, builtin: Builtin },
     /// `dst = 0`; skip to `exit` when the loop is empty.
     Range { dst: usize, end: usize, exit: usize },
     /// `var += 1`; back to `body` while `var < end`.
@@ -45,6 +61,9 @@ pub(crate) enum Inst {
     Wmma { dst: usize, a: usize, b: usize, c: usize, n: usize, dtype: DType },
     /// Wait for every thread of the workgroup.
     Barrier,
+    /// A barrier after which every thread's `dst` is `op` over all threads' `src`, in thread
+    /// order (the subgroup is the workgroup).
+    SubgroupReduce { dst: usize, src: usize, op: Ops, dtype: DType },
     /// Skip to `exit` unless `cond`.
     If { cond: usize, exit: usize },
 }
@@ -191,13 +210,16 @@ impl Compiler {
             }
             Ops::Special => {
                 let Arg::Special(name, _) = u.arg() else { return Err(unsupported) };
-                let local = name.starts_with("lidx");
-                let dim = name
-                    .get(4..)
-                    .and_then(|d| d.parse().ok())
-                    .filter(|&d: &usize| d < 3)
-                    .ok_or(unsupported)?;
-                Inst::Special { dst: self.new_reg(u, ConstValue::Int(0)), local, dim }
+                let dim = || name.get(4..).and_then(|d| d.parse().ok()).filter(|&d: &usize| d < 3);
+                let builtin = match &**name {
+                    SUBGROUP_ID => Builtin::SubgroupId,
+                    SUBGROUP_LANE => Builtin::SubgroupLane,
+                    NUM_SUBGROUPS => Builtin::NumSubgroups,
+                    n if n.starts_with("lidx") => Builtin::Local(dim().ok_or(unsupported)?),
+                    n if n.starts_with("gidx") => Builtin::Group(dim().ok_or(unsupported)?),
+                    _ => return Err(unsupported),
+                };
+                Inst::Special { dst: self.new_reg(u, ConstValue::Int(0)), builtin }
             }
             Ops::Range => {
                 let end = self.reg(index, &src[0])?;
@@ -313,6 +335,12 @@ impl Compiler {
             Ops::Barrier => {
                 self.out.has_barrier = true;
                 Inst::Barrier
+            }
+            Ops::SubgroupReduce => {
+                let Arg::Op(op) = *u.arg() else { return Err(unsupported) };
+                self.out.has_barrier = true;
+                let src = self.reg(index, &src[0])?;
+                Inst::SubgroupReduce { dst: self.new_reg(u, ConstValue::Int(0)), src, op, dtype }
             }
             op if GroupOp::ALU.contains(op) => {
                 let mut regs = [0; 3];

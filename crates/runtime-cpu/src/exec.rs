@@ -8,7 +8,7 @@ use wgrad_dtype::{ConstValue, DType};
 use wgrad_ops::{bitcast, exec_alu};
 use wgrad_shape::Variable;
 
-use crate::compile::{Inst, Mem};
+use crate::compile::{Builtin, Inst, Mem};
 use crate::{CpuBuffer, CpuError, CpuProgram, Memory};
 
 /// Compiles and runs `program` once on `buffers` (indexed by slot; slots the program does
@@ -138,7 +138,8 @@ impl CpuProgram {
         Ok(regs)
     }
 
-    /// Runs workgroup `g`: every thread to the next barrier in turn, until all finish.
+    /// Runs workgroup `g`: every thread to the next barrier (or subgroup reduce, which is
+    /// computed once all threads reach it) in turn, until all finish.
     fn run_group(&self, g: usize, buffers: &[&CpuBuffer], registers: &[ConstValue]) -> Result<(), CpuError> {
         let mut group = Group {
             buffers,
@@ -159,8 +160,16 @@ impl CpuProgram {
             if stops.iter().any(|&s| s != stops[0]) {
                 return Err(CpuError::BarrierDivergence { group: g });
             }
-            if stops[0] == Stop::Done {
-                return Ok(());
+            match stops[0] {
+                Stop::Done => return Ok(()),
+                Stop::Barrier(at) => {
+                    if let Some(&Inst::SubgroupReduce { dst, src, op, dtype }) = self.insts.get(at) {
+                        let mut values = states.iter().map(|t| t.regs[src]);
+                        let first = values.next().unwrap_or(ConstValue::Int(0));
+                        let all = values.try_fold(first, |acc, v| exec_alu(op, dtype, &[acc, v]))?;
+                        states.iter_mut().for_each(|t| t.regs[dst] = all);
+                    }
+                }
             }
         }
     }
@@ -171,8 +180,15 @@ impl CpuProgram {
         while let Some(inst) = self.insts.get(t.pc) {
             t.pc += 1;
             match *inst {
-                Inst::Special { dst, local, dim } => {
-                    let id = if local { t.lid[dim] } else { group.gid[dim] };
+                Inst::Special { dst, builtin } => {
+                    let [x, y, _] = self.local_size;
+                    let id = match builtin {
+                        Builtin::Group(dim) => group.gid[dim],
+                        Builtin::Local(dim) => t.lid[dim],
+                        Builtin::SubgroupId => 0,
+                        Builtin::SubgroupLane => t.lid[0] + x * (t.lid[1] + y * t.lid[2]),
+                        Builtin::NumSubgroups => 1,
+                    };
                     regs[dst] = ConstValue::Int(id as i64);
                 }
                 Inst::Range { dst, end, exit } => {
@@ -241,7 +257,7 @@ impl CpuProgram {
                     }
                     regs[dst..dst + n * n].copy_from_slice(&out);
                 }
-                Inst::Barrier => return Ok(Stop::Barrier(t.pc - 1)),
+                Inst::Barrier | Inst::SubgroupReduce { .. } => return Ok(Stop::Barrier(t.pc - 1)),
                 Inst::If { cond, exit } => {
                     if !regs[cond].is_truthy() {
                         t.pc = exit;

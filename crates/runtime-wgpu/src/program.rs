@@ -65,6 +65,7 @@ impl Device {
             f16: self.features().f16,
             int64: self.features().int64,
             cooperative_matrix: self.features().cooperative_matrix,
+            subgroups: self.features().subgroups,
             max_workgroups_per_dim: self.limits().max_workgroups_per_dimension,
         }
     }
@@ -88,6 +89,7 @@ impl Device {
             vector_widths: vec![1, 2, 4],
             has_f16: self.features().f16,
             subgroup_size: self.adapter().subgroup_size.map(|n| n as usize),
+            subgroup_ops: self.features().subgroups,
             tensor_cores: self.tensor_cores().to_vec(),
             parallelism: match self.adapter().kind {
                 DeviceKind::Discrete => 1 << 17,

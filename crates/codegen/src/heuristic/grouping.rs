@@ -2,9 +2,10 @@
 //! (fewer than the target's `parallelism`) is split across a workgroup (GROUP), so that
 //! neighbouring threads read neighbouring elements and the partial results meet in workgroup
 //! memory. The group is the smallest power of two that brings the threads up to the target's
-//! parallelism (within 16..=256): every thread of a group later reads all the group's partials,
-//! so wider groups cost more than they give (measured on an H200, row sum 4096x8192 f32: 3.26
-//! TB/s with 32 threads a row and 8 elements a step, 0.82 TB/s with 256 threads and 1).
+//! parallelism (within 16..=256): every thread of a group later reads the group's partials
+//! back, all of them unless they were first combined in subgroups, so wider groups can cost more
+//! than they give (measured on an H200 without subgroups, row sum 4096x8192 f32: 3.26 TB/s with
+//! 32 threads a row and 8 elements a step, 0.82 TB/s with 256 threads and 1).
 //!
 //! - A *row* reduce (a reduce axis that every load reads contiguously or not at all) is first
 //!   unrolled by 8 (or 4, 2), so each thread reads a run of neighbouring elements (16-byte loads
@@ -17,9 +18,11 @@
 //!
 //! Each thread runs at least [`MIN_ITERATIONS`] loop steps of its own before the partials meet.
 //! A kernel with nested reduces (all over the same axes: a max inside a sum) is grouped as its
-//! first reduce, each reduce looping over the row in turn. (Keeping the row in one workgroup's
-//! registers instead, 32 to 256 threads, read it once but ran slower on an H200: every thread
-//! reads all the group's partials back, twice.)
+//! first reduce, each reduce looping over the row in turn; where the partials are combined in
+//! subgroups (see [`Kernel::subgroup_partials`]), by the widest group, so that few rows are in
+//! flight and the second loop over a row reads it from the cache. (Keeping the row in one
+//! workgroup's registers instead, 32 to 256 threads, read it once but ran slower on an H200
+//! when every thread read all the group's partials back, twice.)
 
 use super::operands::{reduce_loads, strides};
 use super::{int, try_opt};
@@ -70,7 +73,15 @@ pub(super) fn group_reduce(k: &mut Kernel) -> bool {
             && loads.iter().all(|s| matches!(s[a], Some(0 | 1)))
             && loads.iter().any(|s| s[a] == Some(1))
     };
-    let rows = group_sizes(outputs, target.parallelism, GROUPS);
+    // nested reduces read the row once each: with partials combined in subgroups (cheap to
+    // read back), the widest group keeps the fewest rows in flight, so the later reads hit
+    // the cache (H200, softmax 4096x8192 f32: the logsumexp kernel takes 68 us with groups
+    // of 32 and 50 us with 256; 2.66 TB/s)
+    let wanted = match k.reduceops().len() > 1 && k.subgroup_partials() {
+        true => outputs * GROUPS.1,
+        false => target.parallelism,
+    };
+    let rows = group_sizes(outputs, wanted, GROUPS);
     if let Some(axis) = (fr..fu).rev().find(|&a| contiguous(a)) {
         return group_row(k, axis, sizes[axis], &rows);
     }

@@ -10,14 +10,24 @@ use wgrad_codegen::{OptMode, Program, Target, compile};
 use wgrad_ops::UOp;
 use wgrad_renderer_wgsl::{Wgsl, WgslCaps, render, validate};
 
-/// An adapter with f16 and int64 (lavapipe's features).
-pub const FULL: WgslCaps =
-    WgslCaps { f16: true, int64: true, cooperative_matrix: false, max_workgroups_per_dim: 65535 };
+/// An adapter with f16, int64 and subgroups (lavapipe's features).
+pub const FULL: WgslCaps = WgslCaps {
+    f16: true,
+    int64: true,
+    cooperative_matrix: false,
+    subgroups: true,
+    max_workgroups_per_dim: 65535,
+};
 /// [`FULL`] with cooperative matrices (an NVIDIA GPU's features).
 pub const COOP: WgslCaps = WgslCaps { cooperative_matrix: true, ..FULL };
-/// An adapter without f16 or int64.
-pub const BARE: WgslCaps =
-    WgslCaps { f16: false, int64: false, cooperative_matrix: false, max_workgroups_per_dim: 65535 };
+/// An adapter without f16, int64 or subgroups.
+pub const BARE: WgslCaps = WgslCaps {
+    f16: false,
+    int64: false,
+    cooperative_matrix: false,
+    subgroups: false,
+    max_workgroups_per_dim: 65535,
+};
 
 /// The program of `ast` on a generic GPU under `mode`.
 pub fn program(ast: &UOp, mode: OptMode) -> Program {
