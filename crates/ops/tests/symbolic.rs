@@ -303,3 +303,25 @@ fn reduces_of_constants_fold_only_where_the_result_is_that_constant() {
     );
     assert_eq!(max.simplify().op(), Ops::Reduce);
 }
+
+#[test]
+fn float_sums_and_products_keep_the_graphs_order() {
+    // re-association changes a float's rounding: only exact rewrites apply to floats
+    let x = v("x", 0, 10).cast(DType::F32);
+    let y = v("y", 0, 10).cast(DType::F32);
+    let kept = [
+        (&x + 1.0f32) + &y,
+        (&x * 2.0f32) * &y,
+        (&x + 2.0f32) + 3.0f32,
+        (&x * 2.0f32) * 3.0f32,
+        &x * 3.0f32 + &x * 4.0f32,
+        (&y + &x) + &x,
+        (&x + &y) * 2.0f32,
+    ];
+    for e in kept {
+        assert_eq!(e.simplify(), e, "{} was rewritten to {}", e.render(), e.simplify().render());
+    }
+    // exact: x + x is x * 2, the larger constant of two nested maxes
+    assert_eq!((&x + &x).simplify(), &x * 2.0f32);
+    assert_eq!(x.maximum(1.0f32).maximum(2.0f32).simplify(), x.maximum(2.0f32));
+}

@@ -1,4 +1,9 @@
 //! Terms: canonical operand order, collecting like terms, re-association, bounds folding.
+//!
+//! Re-association and collecting like terms change a float result's rounding, so they apply
+//! to integers only (a float expression keeps the graph's order, so that a value recomputed
+//! in another kernel, such as a max's input in its gradient's tie mask, is bit-identical);
+//! exact rewrites (`x + x -> x*2`, `(x + c)*-1 -> -x + -c`, max of constants) apply to all.
 
 use std::cmp::Ordering;
 
@@ -75,9 +80,9 @@ pub(super) fn rules() -> Vec<Rule> {
         // x|(x&y) -> x
         rule!(var("x") | (var("x") & var("y")) => |x| Some(x.clone())),
         // x*c0 + x*c1 -> x*(c0+c1)
-        rule!(var("x") * cvar("c0") + var("x") * cvar("c1") => |x, c0, c1| Some(x * (c0 + c1))),
+        rule!(int_var("x") * cvar("c0") + int_var("x") * cvar("c1") => |x, c0, c1| Some(x * (c0 + c1))),
         // (y + x*c0) + x*c1 -> y + x*(c0+c1)
-        rule!((var("y") + var("x") * cvar("c0")) + var("x") * cvar("c1") => |x, y, c0, c1| Some(y + x * (c0 + c1))),
+        rule!((var("y") + int_var("x") * cvar("c0")) + int_var("x") * cvar("c1") => |x, y, c0, c1| Some(y + x * (c0 + c1))),
         // x + x*c -> x*(c+1)
         rule!(var("x") + var("x") * cvar("c") => |x, c| Some(x * add_consts(c, 1)?)),
         // (y + x) + x*c -> y + x*(c+1)
@@ -85,7 +90,7 @@ pub(super) fn rules() -> Vec<Rule> {
         // x + x -> x*2
         rule!(var("x") + var("x") => |x| Some(x * 2)),
         // (y + x) + x -> y + x*2
-        rule!((var("y") + var("x")) + var("x") => |x, y| Some(y + x * 2)),
+        rule!((var("y") + int_var("x")) + int_var("x") => |x, y| Some(y + x * 2)),
         // (x + c)*-1 -> x*-1 + -c
         rule!((var("x") + cvar("c")) * -1 => |x, c| Some(-x + -c)),
         // x ? v : v -> v
@@ -99,15 +104,16 @@ pub(super) fn rules() -> Vec<Rule> {
         // max(x, y) -> x if x >= y always (and y if y >= x)
         rule!(var("x").maximum(var("y")) => |x, y| max_by_bounds(x, y)),
         // (x + c1) + y -> (x + y) + c1
-        rule!((var("x") + cvar("c1")) + var("y") => |x, c1, y| not_const(y).then(|| (x + y) + c1)),
+        rule!((int_var("x") + cvar("c1")) + var("y") => |x, c1, y| not_const(y).then(|| (x + y) + c1)),
         // (x * c1) * y -> (x * y) * c1
-        rule!((var("x") * cvar("c1")) * var("y") => |x, c1, y| not_const(y).then(|| (x * y) * c1)),
+        rule!((int_var("x") * cvar("c1")) * var("y") => |x, c1, y| not_const(y).then(|| (x * y) * c1)),
         // (x + y)*c -> x*c + y*c (ints; floats have inf*0)
         rule!((int_var("x") + var("y")) * cvar("c") => |x, y, c| Some(x * c + y * c)),
     ];
-    // (x op c1) op c2 -> x op (c1 op c2)
+    // (x op c1) op c2 -> x op (c1 op c2) (a float sum or product only where it is exact: max)
     for op in GroupOp::ASSOCIATIVE.iter() {
-        let pat = UPat::alu(op, [UPat::alu(op, [var("x"), cvar("c1")]), cvar("c2")]).named("f");
+        let x = if matches!(op, Ops::Add | Ops::Mul) { int_var("x") } else { var("x") };
+        let pat = UPat::alu(op, [UPat::alu(op, [x, cvar("c1")]), cvar("c2")]).named("f");
         rules.push(rule!(pat => |f, x, c1, c2| fold_two_consts(f, x, c1, c2)));
     }
     rules
