@@ -111,9 +111,16 @@ impl Tensor {
         ok(ok(self.gt(0)).where_(self, 0))
     }
 
-    /// `1 / (1 + e^-x)`.
+    /// `1 / (1 + e^-x)`, from `z = e^-|x|` (at most 1): `1 / (1 + z)` where `x >= 0`, else
+    /// `z / (1 + z)`. Through `1 / (1 + e^-x)` alone a large negative `x` made `e^-x` infinite
+    /// and the gradient `inf * 0 = NaN` (float16 from |x| > 11; PyTorch gives 0). `-|x|` is
+    /// taken with `where`, so the gradient at 0 is the `x >= 0` side's.
     pub fn sigmoid(&self) -> Tensor {
-        (&(&self.as_float() * (-1.0 / LN_2)).exp2() + 1.0).reciprocal()
+        let x = self.as_float();
+        let positive = ok(x.ge(0));
+        let z = (&ok(positive.where_(x.neg(), &x)) * (1.0 / LN_2)).exp2();
+        let r = (&z + 1.0).reciprocal();
+        ok(positive.where_(&r, &(&z * &r)))
     }
 
     /// `tanh(x)`, as `2 sigmoid(2x) - 1`.

@@ -64,3 +64,34 @@ fn contiguous_backward_realizes_the_gradient_only() {
         );
     });
 }
+
+#[test]
+fn sigmoid_and_tanh_gradients_stay_finite_far_from_zero() {
+    // through 1 / (1 + e^-x) alone e^-x overflowed and the gradient was inf * 0 = NaN
+    let xs = [-100.0f64, -20.0, -10.5, -5.25, -0.5, 0.0, 0.5, 5.25, 10.5, 20.0, 100.0];
+    let sigmoid = |x: f64| 1.0 / (1.0 + (-x).exp());
+    on_devices(|device| {
+        for dtype in [DType::F32, DType::F16] {
+            let values: Vec<f32> = xs.iter().map(|&v| v as f32).collect();
+            let x = Tensor::from_slice(&values, &[xs.len()]).unwrap().cast(dtype);
+            let s = x.sigmoid().sum(&[], false).unwrap().gradient(&[&x], None).unwrap();
+            let t = x.tanh().sum(&[], false).unwrap().gradient(&[&x], None).unwrap();
+            let f32s = |g: &Tensor| g.cast(DType::F32).to_vec::<f32>().unwrap();
+            let (s, t) = (f32s(&s[0]), f32s(&t[0]));
+            let atol = if dtype == DType::F16 { 2e-3 } else { 1e-6 };
+            for (i, &v) in xs.iter().enumerate() {
+                let (ds, dt) = (sigmoid(v) * (1.0 - sigmoid(v)), 1.0 - v.tanh().powi(2));
+                assert!(
+                    (f64::from(s[i]) - ds).abs() <= atol,
+                    "{device} {dtype} sigmoid'({v}) = {}, want {ds}",
+                    s[i]
+                );
+                assert!(
+                    (f64::from(t[i]) - dt).abs() <= atol,
+                    "{device} {dtype} tanh'({v}) = {}, want {dt}",
+                    t[i]
+                );
+            }
+        }
+    });
+}
