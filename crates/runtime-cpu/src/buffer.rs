@@ -1,8 +1,21 @@
 //! [`CpuBuffer`]: typed host storage the interpreter reads and writes.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use wgrad_dtype::{ConstValue, DType};
+
+/// The host's physical memory in bytes (`MemTotal` of Linux's `/proc/meminfo`, read once);
+/// `None` where it cannot be read.
+fn physical_memory() -> Option<u64> {
+    static TOTAL: OnceLock<Option<u64>> = OnceLock::new();
+    *TOTAL.get_or_init(|| {
+        let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let line = info.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
+        let kib: u64 = line.trim().trim_end_matches("kB").trim().parse().ok()?;
+        kib.checked_mul(1024)
+    })
+}
 
 /// A buffer of `len` elements of one scalar dtype.
 ///
@@ -21,9 +34,16 @@ impl CpuBuffer {
         CpuBuffer { dtype: dtype.scalar_dtype(), data: (0..len).map(|_| AtomicU64::new(0)).collect() }
     }
 
-    /// `len` zeros of `dtype`, or `None` when the host cannot allocate them (the memory is
-    /// reserved with `try_reserve`, so a huge request fails instead of aborting the process).
+    /// `len` zeros of `dtype`, or `None` when the host cannot allocate them: more bytes than
+    /// the host's physical memory, or a `try_reserve` that fails, so a huge request fails
+    /// instead of aborting the process. (With overcommit, `vm.overcommit_memory = 1` as on the
+    /// H200 machine, `try_reserve` grants any size and the OOM killer ends the process once
+    /// the zeros are written.)
     pub fn try_zeros(dtype: DType, len: usize) -> Option<CpuBuffer> {
+        let bytes = u64::try_from(len).ok()?.checked_mul(size_of::<AtomicU64>() as u64)?;
+        if physical_memory().is_some_and(|total| bytes > total) {
+            return None;
+        }
         let mut data = Vec::new();
         data.try_reserve_exact(len).ok()?;
         data.resize_with(len, || AtomicU64::new(0));

@@ -1,4 +1,5 @@
-//! Typed errors of the interpreter: bad buffers, missing variables, out-of-bounds accesses.
+//! Typed errors of the interpreter: bad buffers, missing variables, out-of-bounds accesses,
+//! buffers past the host's memory.
 
 mod common;
 
@@ -59,4 +60,12 @@ fn variables_are_checked() {
     // an empty loop leaves the identity
     run(&p, &mut bufs, &[(p.vars[0].clone(), 0)]).unwrap();
     assert_eq!(bufs[0].to_f64(), [0.0]);
+}
+
+#[test]
+fn a_buffer_past_the_hosts_memory_is_refused_not_reserved() {
+    // 2^40 elements are 8 TiB of host storage: refused before the allocator is asked (with
+    // overcommit it would grant them and the zeros would bring in the OOM killer)
+    assert!(CpuBuffer::try_zeros(DType::F32, 1 << 40).is_none());
+    assert_eq!(CpuBuffer::try_zeros(DType::F32, 3).map(|b| b.len()), Some(3));
 }

@@ -164,10 +164,10 @@ case!(reduce_axis_repeated, {
 // ---- resources: a buffer the device cannot hold is out of memory, and the device goes on
 
 case!(an_allocation_too_large_is_out_of_memory, {
-    // 2^40 floats (4 TiB) fit no device and no host. 2^34 (64 GiB) is over wgpu's per-buffer
-    // limit (128 MiB on lavapipe, 2 GiB on the H200) but not over every host's memory: the
-    // H200 machine's CPU device (128 GiB) allocated it and computed for minutes. So the CPU
-    // device is asked for 2^40 only.
+    // 2^40 floats fit no device and no host (the CPU device checks the host's physical
+    // memory: with overcommit, as on the H200 machine, the allocator grants any size and the
+    // OOM killer ended the process). 2^34 (64 GiB) is over wgpu's per-buffer limit (128 MiB
+    // on lavapipe, 2 GiB on the H200) but a large host may hold it: asked of wgpu only.
     let cpu = matches!(Tensor::default_device().unwrap(), DeviceName::Cpu);
     let sizes: &[usize] = if cpu { &[1 << 40] } else { &[1 << 40, 1 << 34] };
     for &elements in sizes {
