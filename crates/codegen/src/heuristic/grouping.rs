@@ -2,12 +2,10 @@
 //! (fewer than the target's `parallelism`) is split across a workgroup (GROUP), so that
 //! neighbouring threads read neighbouring elements and the partial results meet in workgroup
 //! memory. The group is the smallest power of two that brings the threads up to the target's
-//! parallelism (within 16..=256, or from one subgroup up where the partials are combined in
-//! subgroups, see [`Kernel::subgroup_partials`]): every thread of a group later reads the
-//! group's partials back, all of them unless they were first combined in subgroups, so wider
-//! groups can cost more than they give (measured on an H200 without subgroups, row sum
-//! 4096x8192 f32: 3.26 TB/s with 32 threads a row and 8 elements a step, 0.82 TB/s with 256
-//! threads and 1).
+//! parallelism (within 16..=256): every thread of a group later reads the group's partials
+//! back, all of them unless they were first combined in subgroups, so wider groups can cost more
+//! than they give (measured on an H200 without subgroups, row sum 4096x8192 f32: 3.26 TB/s with
+//! 32 threads a row and 8 elements a step, 0.82 TB/s with 256 threads and 1).
 //!
 //! - A *row* reduce (a reduce axis that every load reads contiguously or not at all) is first
 //!   unrolled by 8 (or 4, 2), so each thread reads a run of neighbouring elements (16-byte loads
@@ -83,13 +81,7 @@ pub(super) fn group_reduce(k: &mut Kernel) -> bool {
         true => outputs * GROUPS.1,
         false => target.parallelism,
     };
-    // partials combined in subgroups: a group of at least one subgroup (H200, layer-norm rows
-    // 16384x384 f32: 17.0 -> 16.0 us with 32 threads a row instead of 16)
-    let narrowest = match (k.subgroup_partials(), target.subgroup_size) {
-        (true, Some(size)) => GROUPS.0.max(size),
-        _ => GROUPS.0,
-    };
-    let rows = group_sizes(outputs, wanted, (narrowest, GROUPS.1));
+    let rows = group_sizes(outputs, wanted, GROUPS);
     if let Some(axis) = (fr..fu).rev().find(|&a| contiguous(a)) {
         return group_row(k, axis, sizes[axis], &rows);
     }
