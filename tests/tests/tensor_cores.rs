@@ -1,6 +1,7 @@
 //! The TC OptOp on the interpreter: half-precision matmuls lowered onto cooperative-matrix
-//! tiles (one and several tiles per subgroup) give the plain kernel's results, and kernels TC
-//! does not fit are refused with a typed error.
+//! tiles (one and several tiles per subgroup, several k tiles a step, several subgroups sharing
+//! blocks staged in workgroup memory) give the plain kernel's results, and kernels TC does not
+//! fit are refused with a typed error.
 
 use wgrad_codegen::{CodegenError, Opt, OptError, OptMode, OptOps, Target, compile};
 use wgrad_conformance::random_ast::Case;
@@ -32,7 +33,9 @@ fn check_mode(mm: HalfMatmul, target: &Target, mode: OptMode) {
                     program.uops.iter().any(|u| u.op() == wgrad_ops::Ops::Wmma),
                     "{mm:?}: no Wmma in\n{program}"
                 );
-                assert_eq!(program.local_size, [32, 1, 1], "{}", k.describe());
+                let warps = k.full_shape()[k.global_dims()..k.first_reduce()].iter().map(|s| s.vmax());
+                let threads = 32 * warps.product::<i64>() as usize;
+                assert_eq!(program.local_size, [threads, 1, 1], "{}", k.describe());
             }
             let mut bufs = case.cpu_buffers(&inputs);
             run(&program, &mut bufs, &[]).unwrap_or_else(|e| panic!("{mm:?}: {e}\n{program}"));
@@ -58,6 +61,30 @@ fn several_tiles_per_subgroup() {
 }
 
 #[test]
+fn several_k_tiles_per_step() {
+    let mm =
+        HalfMatmul { b: 1, m: 32, n: 32, k: 64, a_t: false, b_t: true, cast_first: false, half_out: false };
+    check(mm, &[tc(0), Opt::new(OptOps::Unroll, 0, 2)]);
+    check(mm, &[tc(0), Opt::new(OptOps::Unroll, 0, 4), Opt::new(OptOps::Upcast, 1, 2)]);
+}
+
+#[test]
+fn subgroups_share_blocks_staged_in_workgroup_memory() {
+    let base =
+        HalfMatmul { b: 1, m: 64, n: 64, k: 64, a_t: false, b_t: false, cast_first: false, half_out: false };
+    let local = |axis| Opt::new(OptOps::Local, axis, 2);
+    for (a_t, b_t) in [(false, false), (true, false), (false, true), (true, true)] {
+        let mm = HalfMatmul { a_t, b_t, half_out: a_t, ..base };
+        check(mm, &[tc(0), local(0), local(1), Opt::new(OptOps::Unroll, 0, 2)]);
+    }
+    // tiles per subgroup and a reduce loop of one step
+    let mm = HalfMatmul { k: 32, ..base };
+    check(mm, &[tc(0), Opt::new(OptOps::Upcast, 0, 2), local(0), Opt::new(OptOps::Unroll, 0, 2)]);
+    // a batch axis stays global
+    check(HalfMatmul { b: 2, m: 32, n: 32, ..base }, &[tc(0), local(1)]);
+}
+
+#[test]
 fn tc_prints_and_parses_as_tinygrad_does() {
     assert_eq!(tc(1).to_string(), "Opt(op=TC, axis=1, arg=0)");
     assert_eq!("Opt(op=TC, axis=1, arg=0)".parse::<Opt>(), Ok(tc(1)));
@@ -79,8 +106,8 @@ fn kernels_tc_does_not_fit_are_refused() {
     assert!(matches!(refused(base, vec![Opt::new(OptOps::Tc, 0, 1)]), OptError::TensorCore(_)));
     let after = vec![Opt::new(OptOps::Upcast, 0, 2), tc(0)];
     assert!(matches!(refused(base, after), OptError::TensorCore(_)));
-    let local_after = vec![tc(0), Opt::new(OptOps::Local, 0, 2)];
-    assert!(matches!(refused(base, local_after), OptError::TensorCore(_)));
+    let group_after = vec![tc(0), Opt::new(OptOps::Group, 0, 2)];
+    assert!(matches!(refused(base, group_after), OptError::TensorCore(_)));
     // without tensor cores on the target
     let plain = Target::generic_gpu();
     let e = compile(&base.case().ast, &plain, &OptMode::Given(vec![tc(0)]), "k").err();

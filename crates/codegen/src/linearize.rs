@@ -109,6 +109,23 @@ struct Acc {
     ranges: Vec<UOp>,
 }
 
+impl Acc {
+    /// Whether `u` is part of the in-loop update: the update, the assign, or a `Wmma` of the
+    /// update's chain.
+    fn updates(&self, u: &UOp) -> bool {
+        let mut part = self.update.clone();
+        loop {
+            if *u == part || *u == self.assign {
+                return true;
+            }
+            match part.op() == Ops::Wmma && part.src()[2].op() == Ops::Wmma {
+                true => part = part.src()[2].clone(),
+                false => return false,
+            }
+        }
+    }
+}
+
 /// `sink` with every `Reduce` replaced by its accumulator, and the accumulators.
 fn reduce_to_acc(sink: &UOp) -> (UOp, Vec<Acc>) {
     let mut done: UOpMap<UOp> = UOpMap::default();
@@ -126,11 +143,10 @@ fn reduce_to_acc(sink: &UOp) -> (UOp, Vec<Acc>) {
                     [UOp::constant(u.dtype(), identity_element(op, u.dtype()))],
                     Arg::Int(id),
                 );
-                // a `Wmma` accumulates into its own third operand
+                // a `Wmma` (or a chain of them, one per unrolled k tile) accumulates into the
+                // third operand of its innermost one
                 let update = match value.op() {
-                    Ops::Wmma => {
-                        value.with_src([value.src()[0].clone(), value.src()[1].clone(), acc.clone()])
-                    }
+                    Ops::Wmma => into_innermost(&value, &acc),
                     _ => acc.alu(op, &[&value]),
                 };
                 let assign = UOp::new(Ops::Assign, u.dtype(), [acc.clone(), update.clone()], Arg::None);
@@ -157,6 +173,14 @@ fn reduce_to_acc(sink: &UOp) -> (UOp, Vec<Acc>) {
         }
     }
     (sink, accs)
+}
+
+/// `wmma` with the zero accumulator of the innermost `Wmma` of its chain (through third
+/// operands) replaced by `acc`.
+fn into_innermost(wmma: &UOp, acc: &UOp) -> UOp {
+    let c = &wmma.src()[2];
+    let c = if c.op() == Ops::Wmma { into_innermost(c, acc) } else { acc.clone() };
+    wmma.with_src([wmma.src()[0].clone(), wmma.src()[1].clone(), c])
 }
 
 // ---- the dependency graph with range sets ----
@@ -213,7 +237,7 @@ impl Graph {
         let order_deps = |u: &UOp| {
             let mut d = u.src().to_vec();
             let reads = u.src().iter().filter_map(|s| by_acc.get(s));
-            d.extend(reads.filter(|a| *u != a.update && *u != a.assign).map(|a| a.assign.clone()));
+            d.extend(reads.filter(|a| !a.updates(u)).map(|a| a.assign.clone()));
             // the loops of an accumulator, even those its value does not depend on
             if let Some(a) = by_assign.get(u) {
                 d.extend(a.ranges.iter().cloned());
@@ -254,6 +278,10 @@ impl Graph {
         }
         for a in accs {
             let m = rs[&a.acc] | rs[&a.value] | mask_of(&a.ranges);
+            // the update and what it made on the way (a chain of `Wmma`s into the accumulator)
+            for u in a.update.toposort() {
+                rs.entry(u).or_insert(m);
+            }
             rs.insert(a.update.clone(), m);
             rs.insert(a.assign.clone(), m);
         }
@@ -262,7 +290,7 @@ impl Graph {
                 .src()
                 .iter()
                 .filter_map(|s| by_acc.get(s))
-                .any(|a| *u != a.update && *u != a.assign && rs[u] & mask_of(&a.ranges) != 0);
+                .any(|a| !a.updates(u) && rs[u] & mask_of(&a.ranges) != 0);
             if escapes {
                 return Err(LinearizeError::ReduceRangeEscapes { node: u.clone() });
             }

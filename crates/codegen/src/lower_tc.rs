@@ -1,22 +1,36 @@
-//! Lowering a kernel with TC applied: each workgroup is one subgroup that owns the output tiles
-//! of the upcast axes. Per tile, the factors' tiles are `CoopLoad`ed straight from their buffers
-//! and `Wmma` accumulates them over the reduce loops (a `Reduce` of cooperative matrices);
-//! the accumulators are then `CoopStore`d into workgroup memory, and after a barrier the
-//! subgroup's threads share the tile's elements (`lidx0 + threads * j`) for the rest of the
-//! kernel (casts, bias, the store), lowered as usual with the reduce read back from there.
+//! Lowering a kernel with TC applied. A workgroup is one subgroup per lane of its local axes
+//! (LOCAL after TC), each owning the output tiles of the upcast axes (UPCAST after TC); an
+//! unrolled reduce axis (UNROLL after TC) gives more k tiles per step of the reduce loop.
+//!
+//! - The factors' tiles are `CoopLoad`ed straight from their buffers when the workgroup is one
+//!   subgroup. With several, each step of the reduce loop first copies the workgroup's blocks of
+//!   both factors into workgroup memory ([`crate::tensor_core::Stage`]: rows padded against bank
+//!   conflicts, four elements a thread and copy, which the vectorizer folds into one load),
+//!   between two barriers; the tiles are then read from there.
+//! - `Wmma` chains the k tiles of a step and accumulates over the reduce loops (a `Reduce` of
+//!   cooperative matrices).
+//! - Epilogue, tile by tile: the subgroup `CoopStore`s an accumulator into its own tile of
+//!   workgroup memory; after a barrier its threads share the tile's elements (`lane + 32 * j`)
+//!   for the rest of the kernel (casts, bias, the store), lowered as usual with the reduce read
+//!   back from there; a second barrier frees the tile for the next one.
 
 use std::collections::HashMap;
 
 use wgrad_dtype::{AddrSpace, DType};
 use wgrad_ops::{Arg, Coop, CoopRole, Ops, UOp};
-use wgrad_shape::IndexAlgebra;
+use wgrad_shape::{IndexAlgebra, Sint};
 
 use crate::lowerer::{LowerError, Lowerer, unexpected, with};
-use crate::tensor_core::{int_stride, tc_factors, tile_layout};
+use crate::tensor_core::{STAGE_VECTOR, Stage, int_stride, tc_factors, tile_layout};
 use crate::{Kernel, TensorCoreShape};
 
 /// The lowered graph (a `Sink` of `Store`s) of `k`, whose optimised AST is `ast`.
-pub(crate) fn lower_tc(k: &Kernel, tc: &TensorCoreShape, lw: Lowerer, ast: &UOp) -> Result<UOp, LowerError> {
+pub(crate) fn lower_tc(
+    k: &Kernel,
+    tc: &TensorCoreShape,
+    mut lw: Lowerer,
+    ast: &UOp,
+) -> Result<UOp, LowerError> {
     let reduce =
         ast.toposort().into_iter().find(|u| u.op() == Ops::ReduceAxis).ok_or_else(|| unexpected(ast))?;
     let (a, b) = tc_factors(&reduce).ok_or_else(|| unexpected(&reduce))?;
@@ -24,84 +38,197 @@ pub(crate) fn lower_tc(k: &Kernel, tc: &TensorCoreShape, lw: Lowerer, ast: &UOp)
     let (tm, tn, _) = tc.dims;
     let tile = tm * tn;
     let tile_axes = k.shape_len() - 3;
-    let lanes = tile_lanes(&lw.upcast_sizes[..tile_axes - lw.fu], lw.upcast_sizes.len());
-    let acc_dtype = tc.dtype_out.vec(tile as u32);
+    let full = k.full_shape();
+    // the workgroup: `warps` subgroups of `threads`; each subgroup's position on the local axes
+    let threads = k.target().subgroup_size.unwrap_or(1) as i64;
+    let warps = k.tc_warps();
+    let lidx = UOp::special("lidx0", threads * warps);
+    let (lane, warp) = match warps {
+        1 => (lidx.clone(), UOp::index_const(0)),
+        _ => (lidx.rem(&UOp::index_const(threads)), lidx.floordiv(&UOp::index_const(threads))),
+    };
+    let (gd, local_dims) = (k.global_dims(), k.local_dims());
+    let mut rest = warp.clone();
+    for a in (gd..gd + local_dims).rev() {
+        let size = UOp::index_const(full[a].vmax());
+        lw.idxs[a] = rest.rem(&size);
+        lw.ridxs[a] = lw.idxs[a].clone();
+        rest = rest.floordiv(&size);
+    }
+    let Arg::ReduceAxis(_, axes) = reduce.arg() else { return Err(unexpected(&reduce)) };
+    let ranges: Vec<UOp> = axes.iter().filter(|&&a| a < lw.fu).map(|&a| lw.ridxs[a].clone()).collect();
+    // the tiles of each step: staged in workgroup memory, or straight from the buffers
+    let factors = [(&a, CoopRole::A, layouts.0), (&b, CoopRole::B, layouts.1)];
+    let stages = k.tc_stages();
+    let staged = match &stages {
+        Some(stages) => Some(stage_blocks(&lw, full, &factors, stages, &ranges, &lidx, threads * warps)?),
+        None => None,
+    };
+    let tile_of = |lane_values: &[i64], f: usize| -> Result<UOp, LowerError> {
+        let (load, role, layout) = factors[f];
+        let dtype = load.dtype().vec(tile as u32);
+        let Some((local, barrier)) = &staged else {
+            let index = lw.index(&load.src()[0], &load.src()[1], &lw.idxs, lane_values, None)?;
+            return coop_load(index, role, layout.0, layout.1, dtype, None);
+        };
+        let stage = &stages.as_ref().ok_or_else(|| unexpected(ast))?[f];
+        let at = |axes: &[usize]| {
+            axes.iter().fold(UOp::index_const(0), |acc, &ax| {
+                let digit = match ax >= lw.fu {
+                    true => UOp::index_const(lane_values[ax - lw.fu]),
+                    false => lw.idxs[ax].clone(),
+                };
+                acc.mul(&UOp::index_const(full[ax].vmax())).add(&digit)
+            })
+        };
+        let first = at(&stage.outer).mul(&UOp::index_const(stage.stride)).add(&at(&stage.inner));
+        let index = UOp::new(Ops::Index, local[f].dtype(), [local[f].clone(), first], Arg::None);
+        coop_load(index, role, layout.0, stage.stride, dtype, Some(barrier.clone()))
+    };
+    // per output tile, its k tiles chained and summed over the reduce loops
+    let unrolled: Vec<bool> = (lw.fu..tile_axes).map(|a| full[a] != k.output_shape()[a]).collect();
+    let mut outputs = vec![];
+    for out_lane in
+        upcast_lanes(&lw.upcast_sizes[..tile_axes - lw.fu], &unrolled, false, lw.upcast_sizes.len())
+    {
+        let acc_dtype = tc.dtype_out.vec(tile as u32);
+        let mut chain = UOp::constant(acc_dtype, 0);
+        for k_lane in upcast_lanes(&lw.upcast_sizes[..tile_axes - lw.fu], &unrolled, true, out_lane.len()) {
+            let lane_values: Vec<i64> = out_lane.iter().zip(&k_lane).map(|(o, k)| o + k).collect();
+            let (fa, fb) = (tile_of(&lane_values, 0)?, tile_of(&lane_values, 1)?);
+            chain = UOp::new(Ops::Wmma, acc_dtype, [fa, fb, chain], Arg::None);
+        }
+        let acc = match ranges.is_empty() {
+            true => chain,
+            false => UOp::new(Ops::Reduce, acc_dtype, [&[chain], &ranges[..]].concat(), Arg::Op(Ops::Add)),
+        };
+        outputs.push((out_lane, acc));
+    }
+    // the epilogue, a tile at a time through the subgroup's tile of workgroup memory
     let local = UOp::new(
         Ops::DefineLocal,
-        tc.dtype_out.ptr_sized(AddrSpace::Local, lanes.len() * tile),
+        tc.dtype_out.ptr_sized(AddrSpace::Local, warps as usize * tile),
         [],
         Arg::Str("tc0".into()),
     );
-    let Arg::ReduceAxis(_, axes) = reduce.arg() else { return Err(unexpected(&reduce)) };
-    let ranges: Vec<UOp> = axes.iter().filter(|&&a| a < lw.fu).map(|&a| lw.ridxs[a].clone()).collect();
-    let mut coop_stores = vec![];
-    for (t, lane) in lanes.iter().enumerate() {
-        let tiles =
-            [(&a, CoopRole::A, layouts.0), (&b, CoopRole::B, layouts.1)].map(|(load, role, layout)| {
-                let index = lw.index(&load.src()[0], &load.src()[1], &lw.idxs, lane, None)?;
-                coop_load(index, role, layout, load.dtype().vec(tile as u32))
-            });
-        let [fa, fb] = tiles;
-        let wmma = UOp::new(Ops::Wmma, acc_dtype, [fa?, fb?, UOp::constant(acc_dtype, 0)], Arg::None);
-        let acc = match ranges.is_empty() {
-            true => wmma,
-            false => UOp::new(Ops::Reduce, acc_dtype, [&[wmma], &ranges[..]].concat(), Arg::Op(Ops::Add)),
-        };
-        let at = UOp::new(
-            Ops::Index,
-            local.dtype(),
-            [local.clone(), UOp::index_const((t * tile) as i64)],
-            Arg::None,
-        );
-        let layout = Arg::Coop(Coop { role: CoopRole::C, row_major: true });
-        coop_stores.push(UOp::new(
-            Ops::CoopStore,
-            DType::VOID,
-            [at, acc, UOp::index_const(tn as i64)],
-            layout,
-        ));
-    }
-    let barrier = UOp::new(Ops::Barrier, DType::VOID, coop_stores, Arg::None);
-    let threads = k.target().subgroup_size.unwrap_or(1);
-    let lidx = UOp::special("lidx0", threads as i64);
+    let base = warp.mul(&UOp::index_const(tile as i64));
+    let at = |offset: &UOp| UOp::new(Ops::Index, local.dtype(), [local.clone(), offset.clone()], Arg::None);
+    let layout = Arg::Coop(Coop { role: CoopRole::C, row_major: true });
     let mut stores = vec![];
-    for (t, lane) in lanes.iter().enumerate() {
-        for j in 0..tile / threads {
-            let e = lidx.add(&UOp::index_const((threads * j) as i64));
-            let at = UOp::index_const((t * tile) as i64).add(&e);
-            let index = UOp::new(Ops::Index, local.dtype(), [local.clone(), at], Arg::None);
-            let value = UOp::load(tc.dtype_out, [index, barrier.clone()]);
+    let mut freed: Option<UOp> = None;
+    for (out_lane, acc) in outputs {
+        let mut src = vec![at(&base), acc, UOp::index_const(tn as i64)];
+        src.extend(freed.take());
+        let stored = UOp::new(Ops::CoopStore, DType::VOID, src, layout.clone());
+        let barrier = UOp::new(Ops::Barrier, DType::VOID, [stored], Arg::None);
+        let mut round = vec![];
+        for j in 0..tile as i64 / threads {
+            let e = lane.add(&UOp::index_const(threads * j));
+            let value = UOp::load(tc.dtype_out, [at(&base.add(&e)), barrier.clone()]);
             let mut idxs = lw.idxs.clone();
-            idxs.extend(lane[..tile_axes - lw.fu].iter().map(|&v| UOp::index_const(v)));
+            idxs.extend(out_lane[..tile_axes - lw.fu].iter().map(|&v| UOp::index_const(v)));
             let tn = UOp::index_const(tn as i64);
             idxs.extend([e.floordiv(&tn), e.rem(&tn), UOp::index_const(0)]);
             let mut epilogue = lw.with_indices(idxs, HashMap::from([(reduce.clone(), value)]));
             for store in ast.src() {
-                stores.push(epilogue.lower(store, &[])?);
+                round.push(epilogue.lower(store, &[])?);
             }
         }
+        freed = Some(UOp::new(Ops::Barrier, DType::VOID, round.clone(), Arg::None));
+        stores.extend(round);
     }
     Ok(UOp::sink(stores))
 }
 
-/// `CoopLoad` of a factor's tile at `index` (which must be ungated).
+/// The factors' blocks of one step of the reduce loop copied into workgroup memory: the two
+/// `DefineLocal`s and the barrier after the copies. The copies come after a barrier of their
+/// own at the top of the step, which keeps them from overwriting the last step's tiles.
+fn stage_blocks(
+    lw: &Lowerer,
+    full: &[Sint],
+    factors: &[(&UOp, CoopRole, (bool, i64)); 2],
+    stages: &[Stage; 2],
+    ranges: &[UOp],
+    lidx: &UOp,
+    threads: i64,
+) -> Result<([UOp; 2], UOp), LowerError> {
+    let top = UOp::new(Ops::Barrier, DType::VOID, ranges.to_vec(), Arg::None);
+    let mut copies = vec![];
+    let mut locals = vec![];
+    for (f, ((load, _, _), stage)) in factors.iter().zip(stages).enumerate() {
+        let dtype = load.dtype();
+        let size = (stage.outer_len * stage.stride) as usize;
+        let local = UOp::new(
+            Ops::DefineLocal,
+            dtype.ptr_sized(AddrSpace::Local, size),
+            [],
+            Arg::Str(["tca", "tcb"][f].into()),
+        );
+        let vectors = stage.inner_len / STAGE_VECTOR;
+        for j in 0..stage.outer_len * vectors / threads {
+            let g = lidx.add(&UOp::index_const(threads * j));
+            let (row, within) = (g.floordiv(&UOp::index_const(vectors)), g.rem(&UOp::index_const(vectors)));
+            let mut idxs = lw.idxs.clone();
+            idxs.extend(lw.upcast_sizes.iter().map(|_| UOp::index_const(0)));
+            digits(&mut idxs, &stage.outer, &row, full, 1);
+            let contiguous = digits(&mut idxs, &stage.inner, &within, full, STAGE_VECTOR);
+            for c in 0..STAGE_VECTOR {
+                let mut idxs = idxs.clone();
+                idxs[contiguous] = idxs[contiguous].add(&UOp::index_const(c));
+                let index = lw.index(&load.src()[0], &load.src()[1], &idxs, &[], None)?;
+                let value = UOp::load(dtype, [index, top.clone()]);
+                let at = row
+                    .mul(&UOp::index_const(stage.stride))
+                    .add(&within.mul(&UOp::index_const(STAGE_VECTOR)))
+                    .add(&UOp::index_const(c));
+                let target = UOp::new(Ops::Index, local.dtype(), [local.clone(), at], Arg::None);
+                copies.push(UOp::store([target, value]));
+            }
+        }
+        locals.push(local);
+    }
+    let barrier = UOp::new(Ops::Barrier, DType::VOID, copies, Arg::None);
+    let locals: [UOp; 2] = locals.try_into().map_err(|_| unexpected(&barrier))?;
+    Ok((locals, barrier))
+}
+
+/// Writes into `idxs` the digits of `position` over `axes` (mixed radix, the last axis
+/// fastest), where the last axis counts in units of `unit` elements (its digit is scaled back);
+/// returns the last axis.
+fn digits(idxs: &mut [UOp], axes: &[usize], position: &UOp, full: &[Sint], unit: i64) -> usize {
+    let mut rest = position.clone();
+    let last = axes.len() - 1;
+    for (n, &ax) in axes.iter().enumerate().rev() {
+        let size = full[ax].vmax() / if n == last { unit } else { 1 };
+        let digit = rest.rem(&UOp::index_const(size));
+        idxs[ax] = if n == last { digit.mul(&UOp::index_const(unit)) } else { digit };
+        rest = rest.floordiv(&UOp::index_const(size));
+    }
+    axes[last]
+}
+
+/// `CoopLoad` of a factor's tile at `index` (which must be ungated), after `barrier` if given.
 fn coop_load(
     index: UOp,
     role: CoopRole,
-    (row_major, stride): (bool, i64),
+    row_major: bool,
+    stride: i64,
     dtype: DType,
+    barrier: Option<UOp>,
 ) -> Result<UOp, LowerError> {
     if index.src().len() != 2 {
         return Err(unexpected(&index));
     }
-    let src = [index, UOp::index_const(stride)];
+    let src: Vec<UOp> =
+        [Some(index), Some(UOp::index_const(stride)), barrier].into_iter().flatten().collect();
     Ok(UOp::new(Ops::CoopLoad, dtype, src, Arg::Coop(Coop { role, row_major })))
 }
 
-/// Every lane of the non-tile upcast axes `sizes`, padded with 0 for the tile axes to `len`.
-fn tile_lanes(sizes: &[i64], len: usize) -> Vec<Vec<i64>> {
+/// Every lane of the non-tile upcast axes `sizes` that are (`unrolled`) or are not reduce axes,
+/// the others 0, padded with 0 for the tile axes to `len`.
+fn upcast_lanes(sizes: &[i64], unrolled: &[bool], reduce: bool, len: usize) -> Vec<Vec<i64>> {
     let mut lanes = vec![vec![0; len]];
-    for (i, &n) in sizes.iter().enumerate() {
+    for (i, &n) in sizes.iter().enumerate().filter(|&(i, _)| unrolled[i] == reduce) {
         lanes = lanes.into_iter().flat_map(|l| (0..n).map(move |v| with(&l, i, v))).collect();
     }
     lanes

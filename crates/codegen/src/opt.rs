@@ -343,8 +343,11 @@ impl Kernel {
 
     /// Applies `opt` after checking it is valid here, records it, and drops size-1 axes.
     pub fn apply_opt(&mut self, opt: Opt) -> Result<(), OptError> {
-        if self.tc.is_some() && opt.op != OptOps::Upcast {
-            return Err(OptError::TensorCore(format!("only UPCAST applies after TC, not {}", opt.op)));
+        if self.tc.is_some() && !matches!(opt.op, OptOps::Upcast | OptOps::Local | OptOps::Unroll) {
+            return Err(OptError::TensorCore(format!(
+                "only UPCAST, LOCAL and UNROLL apply after TC, not {}",
+                opt.op
+            )));
         }
         if self.dont_use_locals && matches!(opt.op, OptOps::Local | OptOps::Group | OptOps::Grouptop) {
             return Err(OptError::LocalsDisabled);
@@ -366,9 +369,11 @@ impl Kernel {
                 }
                 op => {
                     let amt = self.amount(&opt, axis)?;
+                    if self.tc.is_some() {
+                        self.check_tc_split(op, axis, amt)?;
+                    }
                     self.check_split(op, axis, amt)?;
                     self.check_shared(&opt, amt)?;
-                    self.check_tc_upcast(amt)?;
                     self.split(op, axis, amt);
                 }
             }
@@ -408,6 +413,7 @@ impl Kernel {
             OptOps::Local if axis >= self.global_dims() => {
                 Err(OptError::NotGlobal { axis, global_dims: self.global_dims() })
             }
+            OptOps::Local if self.tc.is_some() => Ok(()),
             OptOps::Local => self.check_local_size(amt),
             OptOps::Group | OptOps::Grouptop if !(self.target.has_local && self.target.has_shared) => {
                 Err(OptError::NoShared)
@@ -426,7 +432,7 @@ impl Kernel {
     }
 
     /// Applies a checked split: the `amt` part of `axis` moves to where `op` keeps its axes.
-    fn split(&mut self, op: OptOps, axis: usize, amt: usize) {
+    pub(crate) fn split(&mut self, op: OptOps, axis: usize, amt: usize) {
         let (fr, gfr) = (self.first_reduce(), self.group_for_reduces);
         match op {
             OptOps::Local => {
@@ -447,16 +453,19 @@ impl Kernel {
                 if whole && axis < fr + gfr {
                     self.group_for_reduces -= 1;
                 }
-                self.shift_to(axis, amt, false, None);
+                self.shift_to(axis, amt, false, self.before_tiles());
                 self.upcasted += 1;
             }
             _ => {
-                // after TC the tile axes stay last
-                let before = self.tc.as_ref().map(|_| self.shape_len() - 3);
-                self.shift_to(axis, amt, false, before);
+                self.shift_to(axis, amt, false, self.before_tiles());
                 self.upcasted += 1;
             }
         }
+    }
+
+    /// Where a new upcast axis goes: last, or before the tile axes after TC (they stay last).
+    fn before_tiles(&self) -> Option<usize> {
+        self.tc.as_ref().map(|_| self.shape_len() - 3)
     }
 
     /// Whether two reduces of the AST share an axis side by side (neither in the other's

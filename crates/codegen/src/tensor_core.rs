@@ -16,7 +16,7 @@
 use wgrad_ops::{Arg, Ops, UOp};
 use wgrad_shape::Sint;
 
-use crate::{Kernel, OptError, TensorCoreShape};
+use crate::{Kernel, OptError, OptOps, TensorCoreShape};
 
 /// Strips `Cast`s.
 fn uncast(u: &UOp) -> &UOp {
@@ -148,31 +148,122 @@ impl Kernel {
         {
             return refuse("a factor's tile is not contiguous along one of its axes".into());
         }
-        self.check_tc_shared(&tc, 1)?;
         for (ax, tile) in [(m, tm), (n, tn), (k, tk)] {
             self.shift_to(ax, tile, false, None);
         }
         self.upcasted += 3;
         self.tc = Some(tc);
-        Ok(())
+        match self.tc_shared_bytes() {
+            Some(needed) if needed > self.target.shared_max as i64 => {
+                Err(OptError::SharedMemory { needed, max: self.target.shared_max })
+            }
+            _ => Ok(()),
+        }
     }
 
-    /// The workgroup memory that `tiles` accumulator tiles (passed through it to the epilogue)
-    /// take must fit the target.
-    pub(crate) fn check_tc_shared(&self, tc: &TensorCoreShape, tiles: usize) -> Result<(), OptError> {
-        let needed = (tiles * tc.dims.0 * tc.dims.1 * tc.dtype_out.itemsize()) as i64;
+    /// The workgroup memory a TC kernel takes, in bytes: one accumulator tile per subgroup for
+    /// the epilogue, plus the factors' staged blocks when subgroups share a workgroup.
+    pub(crate) fn tc_shared_bytes(&self) -> Option<i64> {
+        let tc = self.tc.as_ref()?;
+        let warps = self.tc_warps();
+        let mut bytes = warps * (tc.dims.0 * tc.dims.1 * tc.dtype_out.itemsize()) as i64;
+        if let Some(stages) = self.tc_stages() {
+            bytes +=
+                stages.iter().map(|s| s.outer_len * s.stride).sum::<i64>() * tc.dtype_in.itemsize() as i64;
+        }
+        Some(bytes)
+    }
+
+    /// Subgroups per workgroup of a TC kernel: the product of its local axes.
+    pub(crate) fn tc_warps(&self) -> i64 {
+        let gd = self.global_dims();
+        self.full_shape()[gd..gd + self.local_dims].iter().map(|s| s.vmax()).product()
+    }
+
+    /// Checks that `op` by `amt` on `axis` may apply after TC, and that the kernel it makes
+    /// fits the target's workgroups and workgroup memory.
+    pub(crate) fn check_tc_split(&self, op: OptOps, axis: usize, amt: usize) -> Result<(), OptError> {
+        let refuse = |why: String| Err(OptError::TensorCore(why));
+        match op {
+            OptOps::Upcast | OptOps::Unroll => {}
+            OptOps::Local if self.tc_output_axes().contains(&axis) => {}
+            OptOps::Local => return refuse(format!("axis {axis} is not an output axis of the tiles")),
+            _ => return refuse(format!("only UPCAST, LOCAL and UNROLL apply after TC, not {op}")),
+        }
+        let mut after = self.clone();
+        after.split(op, axis, amt);
+        let threads = after.tc_warps() * self.target.subgroup_size.unwrap_or(1) as i64;
+        if threads > self.target.max_local_invocations as i64 {
+            return Err(OptError::TooManyLocals { size: threads, max: self.target.max_local_invocations });
+        }
+        if let Some(stages) = after.tc_stages() {
+            let vectors: i64 = stages.iter().map(|s| s.outer_len * s.inner_len / STAGE_VECTOR).sum();
+            if stages.iter().any(|s| (s.outer_len * s.inner_len / STAGE_VECTOR) % threads != 0) {
+                return refuse(format!("{vectors} staged vectors do not split over {threads} threads"));
+            }
+        }
+        let needed = after.tc_shared_bytes().unwrap_or(0);
         match needed <= self.target.shared_max as i64 {
             true => Ok(()),
             false => Err(OptError::SharedMemory { needed, max: self.target.shared_max }),
         }
     }
 
-    /// After TC, an UPCAST by `amt` multiplies the tiles whose epilogue goes through workgroup
-    /// memory: they must fit.
-    pub(crate) fn check_tc_upcast(&self, amt: usize) -> Result<(), OptError> {
-        let Some(tc) = &self.tc else { return Ok(()) };
-        let tiles: i64 =
-            self.full_shape()[self.first_upcast()..self.shape_len() - 3].iter().map(|s| s.vmax()).product();
-        self.check_tc_shared(tc, tiles as usize * amt)
+    /// The factors' blocks staged in workgroup memory for one step of the reduce loop (A, then
+    /// B), when the workgroup has several subgroups (LOCAL after TC); `None` otherwise.
+    pub(crate) fn tc_stages(&self) -> Option<[Stage; 2]> {
+        if self.local_dims == 0 {
+            return None;
+        }
+        let [sa, sb] = self.tc_factor_strides()?;
+        let full = self.full_shape();
+        let t = self.shape_len() - 3;
+        let (gd, fu, out) = (self.global_dims(), self.first_upcast(), self.output_shape());
+        // the local and upcast axes a factor reads: output ones, and unrolled reduce ones
+        let read = |st: &[Option<Sint>]| -> (Vec<usize>, Vec<usize>) {
+            let axes = (gd..gd + self.local_dims).chain(fu..t).filter(|&a| reads(&st[a]));
+            axes.partition(|&a| full[a] == out[a])
+        };
+        let stage = |outputs: Vec<usize>, unrolled: Vec<usize>, rows_out: bool, layout: (bool, i64)| {
+            let (rows, cols) = if rows_out { (outputs, unrolled) } else { (unrolled, outputs) };
+            let (outer, inner) = if layout.0 { (rows, cols) } else { (cols, rows) };
+            Stage::new(outer, inner, full)
+        };
+        let (m_out, k_a) = read(&sa);
+        let (n_out, k_b) = read(&sb);
+        let la = tile_layout((int_stride(&sa[t]), int_stride(&sa[t + 2])))?;
+        let lb = tile_layout((int_stride(&sb[t + 2]), int_stride(&sb[t + 1])))?;
+        let a = stage([m_out, vec![t]].concat(), [k_a, vec![t + 2]].concat(), true, la);
+        let b = stage([n_out, vec![t + 1]].concat(), [k_b, vec![t + 2]].concat(), false, lb);
+        Some([a, b])
+    }
+}
+
+/// Elements per thread and copy of a staged block: four f16 are an 8-byte load.
+pub(crate) const STAGE_VECTOR: i64 = 4;
+
+/// Elements of padding after each row of a staged block (16 bytes of f16), which spreads a
+/// tile's rows over the banks of workgroup memory.
+const STAGE_PAD: i64 = 8;
+
+/// A factor's block in workgroup memory: `outer_len` rows of `inner_len` elements (the inner
+/// dimension holds the factor's contiguous tile axis), rows `stride` apart. The position along
+/// each dimension is mixed-radix over its kernel axes, in kernel order (the tile axis last).
+#[derive(Clone, Debug)]
+pub(crate) struct Stage {
+    /// The kernel axes of the rows.
+    pub(crate) outer: Vec<usize>,
+    /// The kernel axes within a row.
+    pub(crate) inner: Vec<usize>,
+    pub(crate) outer_len: i64,
+    pub(crate) inner_len: i64,
+    pub(crate) stride: i64,
+}
+
+impl Stage {
+    fn new(outer: Vec<usize>, inner: Vec<usize>, full: &[Sint]) -> Stage {
+        let len = |axes: &[usize]| axes.iter().map(|&a| full[a].vmax()).product::<i64>();
+        let (outer_len, inner_len) = (len(&outer), len(&inner));
+        Stage { outer, inner, outer_len, inner_len, stride: inner_len + STAGE_PAD }
     }
 }

@@ -30,6 +30,8 @@ struct Key {
     buf: UOp,
     root: UOp,
     gate: Option<UOp>,
+    /// The `Barrier` a load comes after.
+    after: Option<UOp>,
     store: bool,
 }
 
@@ -63,7 +65,7 @@ pub fn vectorize(sink: &UOp, target: &Target) -> UOp {
 /// A foldable scalar access: its key and its index's constant offset.
 fn access(u: &UOp, target: &Target) -> Option<(Key, i128)> {
     let store = match u.op() {
-        Ops::Load if u.src().len() == 1 => false,
+        Ops::Load if u.src().len() == 1 || (u.src().len() == 2 && u.src()[1].op() == Ops::Barrier) => false,
         Ops::Store if u.src().len() == 2 => true,
         _ => return None,
     };
@@ -85,7 +87,8 @@ fn access(u: &UOp, target: &Target) -> Option<(Key, i128)> {
         },
         _ => (idx.clone(), 0),
     };
-    Some((Key { buf: buf.clone(), root, gate: index.src().get(2).cloned(), store }, offset))
+    let after = if store { None } else { u.src().get(1).cloned() };
+    Some((Key { buf: buf.clone(), root, gate: index.src().get(2).cloned(), after, store }, offset))
 }
 
 /// Element types the renderers keep in plain arrays: 32-bit ones, and f16 where the target has it.
@@ -167,7 +170,11 @@ fn vector_access(run: &Run, images: &UOpMap<UOp>) -> UOp {
     src.extend(index.src().get(2).map(|gate| images[gate].clone()));
     let vector_index = UOp::new(Ops::Index, buf.dtype().vec(width), src, Arg::None);
     if first.op() == Ops::Load {
-        return UOp::load(first.dtype().vec(width), [vector_index]);
+        let after = first.src().get(1).map(|b| images[b].clone());
+        return UOp::load(
+            first.dtype().vec(width),
+            [Some(vector_index), after].into_iter().flatten().collect::<Vec<_>>(),
+        );
     }
     let values: Vec<UOp> = run.lanes.iter().map(|s| images[&s.src()[1]].clone()).collect();
     UOp::store([vector_index, UOp::vectorize(&values)])

@@ -157,12 +157,13 @@ pub enum Ops {
     ContiguousBackward,
     // tensor-core tiles (added last: existing ops keep their numbers; never commutative operands)
     /// A cooperative-matrix tile read by a whole subgroup: `src` = (`Index(buf, first)`, stride:
-    /// an int), arg [`crate::Arg::Coop`]; dtype `T.vec(n * n)`, the `n x n` tile in row-major
-    /// order. Element `(r, c)` is `buf[first + r * stride + c]` (row-major layout) or
-    /// `buf[first + c * stride + r]` (column-major).
+    /// an int\[, a `Barrier` it comes after\]), arg [`crate::Arg::Coop`]; dtype `T.vec(n * n)`,
+    /// the `n x n` tile in row-major order. Element `(r, c)` is `buf[first + r * stride + c]`
+    /// (row-major layout) or `buf[first + c * stride + r]` (column-major).
     CoopLoad,
     /// Writes a cooperative matrix (role C) as [`Ops::CoopLoad`] reads one: `src` =
-    /// (`Index(buf, first)`, value, stride), arg [`crate::Arg::Coop`]; dtype void.
+    /// (`Index(buf, first)`, value, stride\[, a `Barrier` it comes after\]), arg
+    /// [`crate::Arg::Coop`]; dtype void.
     CoopStore,
     /// `src[0]` combined over the invocations of this invocation's subgroup (`subgroupAdd`,
     /// `subgroupMax`, `subgroupMul`), every invocation getting the result: arg

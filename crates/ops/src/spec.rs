@@ -223,12 +223,14 @@ fn check(u: &UOp) -> Result<(), SpecViolation> {
             if dt == want { Ok(()) } else { Err(SpecViolation::ResultDType { got: dt, expected: want }) }
         }
         Ops::CoopLoad => {
-            arity(u, |k| k == 2, "2")?;
+            arity(u, |k| k == 2 || k == 3, "2 or 3")?;
+            check_after(src.get(2))?;
             check_coop_access(u, &src[0], dt, &src[1])
         }
         Ops::CoopStore => {
-            arity(u, |k| k == 3, "3")?;
+            arity(u, |k| k == 3 || k == 4, "3 or 4")?;
             class(dt == DType::VOID, "result", "void", dt)?;
+            check_after(src.get(3))?;
             check_coop_access(u, &src[0], src[1].dtype(), &src[2])
         }
         Ops::Wmma => {
@@ -260,6 +262,11 @@ fn check_coop_access(u: &UOp, ptr: &UOp, tile: DType, stride: &UOp) -> Result<()
     class(stride.dtype().is_int(), "stride", "an int", stride.dtype())?;
     let want = ptr.dtype().base().vec(coop_side(tile).unwrap_or(16).pow(2));
     if tile == want { Ok(()) } else { Err(SpecViolation::ResultDType { got: tile, expected: want }) }
+}
+
+/// A tile access's optional last source orders it after a `Barrier`.
+fn check_after(after: Option<&UOp>) -> Result<(), SpecViolation> {
+    after.map_or(Ok(()), |b| class(b.op() == Ops::Barrier, "ordering source", "a Barrier", b.dtype()))
 }
 
 const REDUCE_OPS: OpSet = OpSet::of(&[Ops::Add, Ops::Mul, Ops::Max]);

@@ -76,7 +76,7 @@ impl Writer<'_> {
                 }
                 let idx = self.fresh("cidx");
                 self.line(format!("let {idx}: i32 = {at};"));
-                let stride = self.src(index, u, u.src().len() - 1)?;
+                let stride = self.src(index, u, if u.op() == Ops::CoopLoad { 1 } else { 2 })?;
                 if u.op() == Ops::CoopLoad {
                     let ty = self.tile_type(index, u, coop.role)?;
                     self.bind(u, "tile", format!("coopLoad{t}<{ty}>(&{buf}[{idx}], u32({stride}))"));

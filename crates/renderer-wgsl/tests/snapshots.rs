@@ -198,7 +198,14 @@ fn half_matmul(out: DType) -> UOp {
 }
 
 fn tensor_core_wgsl(out: DType, caps: &WgslCaps) -> Result<String, wgrad_renderer_wgsl::RenderError> {
-    let opts = vec![Opt::new(OptOps::Tc, 0, 0), Opt::new(OptOps::Upcast, 0, 2)];
+    tensor_core_wgsl_with(out, caps, vec![Opt::new(OptOps::Tc, 0, 0), Opt::new(OptOps::Upcast, 0, 2)])
+}
+
+fn tensor_core_wgsl_with(
+    out: DType,
+    caps: &WgslCaps,
+    opts: Vec<Opt>,
+) -> Result<String, wgrad_renderer_wgsl::RenderError> {
     let (_, program) = compile(&half_matmul(out), &tensor_core_target(), &OptMode::Given(opts), "kernel")
         .expect("TC applies");
     let wgsl = wgrad_renderer_wgsl::render(&program, caps)?;
@@ -222,6 +229,28 @@ fn tensor_core_tiles() {
 #[test]
 fn tensor_core_half_output() {
     insta::assert_snapshot!(tensor_core_wgsl(DType::F16, &COOP).expect("renders"));
+}
+
+#[test]
+fn tensor_core_tiles_staged_in_workgroup_memory() {
+    // 2x2 subgroups share the factors' blocks, copied with vector loads into padded rows
+    let opts = vec![
+        Opt::new(OptOps::Tc, 0, 0),
+        Opt::new(OptOps::Local, 0, 2),
+        Opt::new(OptOps::Local, 1, 2),
+        Opt::new(OptOps::Unroll, 0, 2),
+    ];
+    let source = tensor_core_wgsl_with(DType::F32, &COOP, opts).expect("renders");
+    for part in [
+        "@workgroup_size(128, 1, 1)",
+        "data1: array<vec4<f16>>",
+        "var<workgroup> tca: array<f16, 1280>;",
+        "coopLoadT<coop_mat16x16<f16,A>>(&tca[",
+        "coopLoad<coop_mat16x16<f16,B>>(&tcb[",
+    ] {
+        assert!(source.contains(part), "{part} missing:\n{source}");
+    }
+    insta::assert_snapshot!(source);
 }
 
 #[test]

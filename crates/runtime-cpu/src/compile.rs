@@ -255,7 +255,7 @@ impl Compiler {
             Ops::CoopLoad | Ops::CoopStore => {
                 let Arg::Coop(coop) = u.arg() else { return Err(unsupported) };
                 let (mem, idx, _) = self.access(index, &src[0])?;
-                let stride = self.reg(index, &src[src.len() - 1])?;
+                let stride = self.reg(index, &src[if u.op() == Ops::CoopLoad { 1 } else { 2 }])?;
                 let dtype = src[0].dtype().base();
                 let tile =
                     if u.op() == Ops::CoopLoad { dtype.vec(u.dtype().count()) } else { src[1].dtype() };

@@ -1,8 +1,10 @@
 //! Tensor cores for a half-precision matmul-shaped kernel, where the target has them: the
 //! first TC configuration and axis choice the kernel takes, then more tiles per subgroup
-//! (UPCAST 4, else 2, on each output axis of the tiles: up to the 4x4 tiles of a 64x64 block
-//! that ran at 101 TFLOP/s by hand) while enough subgroups stay to keep a quarter of the
-//! target's `parallelism` busy.
+//! (UPCAST 4, else 2, on each output axis of the tiles: up to the 4x4 tiles of a 64x64 block)
+//! while enough subgroups stay to keep a quarter of the target's `parallelism` busy; then 2x2
+//! subgroups per workgroup (LOCAL 2 on each output axis), which stages both factors' blocks
+//! in workgroup memory, two k tiles a step (UNROLL 2). On the H200 a 4096^3 f16 GEMM went from
+//! 104 TFLOP/s with one subgroup a workgroup to 133-140 with 2x2 (docs/PERFORMANCE.md).
 
 use crate::{Kernel, Opt, OptOps};
 
@@ -27,6 +29,12 @@ pub(super) fn tensor_cores(k: &mut Kernel) -> bool {
                 break;
             }
         }
+    }
+    for axis in k.tc_output_axes().into_iter().rev() {
+        let _ = k.apply_opt(Opt::new(OptOps::Local, axis, 2));
+    }
+    if k.local_dims() > 0 && k.first_upcast() > k.first_reduce() {
+        let _ = k.apply_opt(Opt::new(OptOps::Unroll, 0, 2));
     }
     true
 }
