@@ -122,6 +122,14 @@ fn logsumexp_rows_take_the_widest_group_where_partials_meet_in_subgroups() {
 }
 
 #[test]
+fn rows_narrower_than_a_subgroup_share_workgroups() {
+    // a layer norm's rows: 16384 of 384, groups of 16, 8 rows a workgroup of 128
+    let k = optimized(&sum_ast(&[16384, 384], &[1]), big_gpu());
+    assert_eq!(k.applied_opts(), opts(&[(Unroll, 0, 4), (Group, 0, 16), (Local, 0, 8)]));
+    assert_eq!(k.local_size(), 128, "{}", k.describe());
+}
+
+#[test]
 fn few_long_rows_are_grouped_but_many_short_rows_are_not() {
     let short = optimized(&sum_ast(&[1 << 18, 64], &[1]), big_gpu());
     assert_eq!(short.group_for_reduces(), 0, "{}", short.describe());
@@ -132,9 +140,10 @@ fn few_long_rows_are_grouped_but_many_short_rows_are_not() {
 
 #[test]
 fn odd_reduce_lengths_group_what_divides_or_stay_plain() {
-    // 400 = 16 * 25: grouped by 16 without the unroll (100 is no multiple of a group size)
+    // 400 = 16 * 25: grouped by 16 without the unroll (100 is no multiple of a group size),
+    // 8 rows a workgroup so that it fills whole subgroups
     let k = optimized(&sum_ast(&[64, 400], &[1]), big_gpu());
-    assert_eq!(k.applied_opts(), opts(&[(Group, 0, 16)]));
+    assert_eq!(k.applied_opts(), opts(&[(Group, 0, 16), (Local, 0, 8)]));
     // a prime length cannot be grouped: tinygrad's rules apply
     let prime = optimized(&sum_ast(&[64, 8191], &[1]), big_gpu());
     assert_eq!(prime.group_for_reduces(), 0);

@@ -40,6 +40,8 @@ const UNROLLS: [usize; 3] = [8, 4, 2];
 const COLUMN_LOCALS: [usize; 3] = [16, 32, 8];
 /// Outputs a thread of a column reduce takes, one vector of them.
 const VECTOR: usize = 4;
+/// Threads a grouped row reduce's workgroup is filled up to with rows.
+const FILLED: usize = 128;
 /// Smallest and largest group of a column reduce.
 const COLUMN_GROUPS: (usize, usize) = (2, 64);
 
@@ -101,10 +103,38 @@ fn group_row(k: &mut Kernel, axis: usize, size: usize, groups: &[usize]) -> bool
             && group_axis(&mut unrolled, axis, size / unroll, groups)
         {
             *k = unrolled;
+            fill_workgroup(k);
             return true;
         }
     }
-    group_axis(k, axis, size, groups) || group_largest(k, groups)
+    let grouped = group_axis(k, axis, size, groups) || group_largest(k, groups);
+    if grouped {
+        fill_workgroup(k);
+    }
+    grouped
+}
+
+/// Puts several rows of a grouped row reduce whose group is narrower than a subgroup (32
+/// where the target does not say) in one workgroup (LOCAL on the last output axis that takes
+/// it), up to [`FILLED`] threads: a workgroup of 16 threads leaves half of each subgroup idle,
+/// and a GPU runs few workgroups at once (MiniLM's layer norms, 16384 rows of 384: H200 figures
+/// in PERFORMANCE.md).
+fn fill_workgroup(k: &mut Kernel) {
+    let group = usize::try_from(k.local_size()).unwrap_or(FILLED).max(1);
+    let spare = FILLED / group;
+    if group >= k.target().subgroup_size.unwrap_or(32) || spare < 2 {
+        return;
+    }
+    for axis in (0..k.global_dims()).rev() {
+        let Some(size) = int(&k.full_shape()[axis]) else { continue };
+        let mut rows = 1usize << spare.ilog2();
+        while rows > 1 {
+            if size.is_multiple_of(rows) && try_opt(k, OptOps::Local, axis, rows) {
+                return;
+            }
+            rows /= 2;
+        }
+    }
 }
 
 /// Gives each thread a vector of neighbouring outputs along the contiguous output `axis` (of
