@@ -13,6 +13,10 @@ pub struct WgslCaps {
     /// Subgroup builtins and operations work (wgpu's `SUBGROUP`); without it a kernel that
     /// combines values in subgroups is refused.
     pub subgroups: bool,
+    /// `f16(x)` of an f32 rounds to the nearest even f16 on this device (WGSL lets it pick
+    /// either neighbour; the runtime probes it): f16 results convert natively instead of
+    /// through the `round_f16` helper.
+    pub f16_rounds_to_nearest_even: bool,
     /// The largest workgroup count per dispatch dimension; larger grids are flattened.
     pub max_workgroups_per_dim: u32,
 }

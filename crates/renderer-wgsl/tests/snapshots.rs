@@ -254,6 +254,15 @@ fn tensor_core_tiles_staged_in_workgroup_memory() {
 }
 
 #[test]
+fn f16_results_convert_natively_where_the_device_rounds_to_nearest_even() {
+    let ast = store_ast(st(&[64]), (load(1, st(&[64])) * 0.5f32).cast(DType::F16));
+    let software = wgsl(&ast, OptMode::NoOpt, &FULL);
+    assert!(software.contains("f16(round_f16("), "{software}");
+    let native = wgsl(&ast, OptMode::NoOpt, &WgslCaps { f16_rounds_to_nearest_even: true, ..FULL });
+    assert!(native.contains("f16(alu0)") && !native.contains("round_f16"), "{native}");
+}
+
+#[test]
 fn tensor_cores_need_the_adapter_feature() {
     let e = tensor_core_wgsl(DType::F32, &FULL).expect_err("refused without cooperative matrices");
     assert!(e.to_string().contains("EXPERIMENTAL_COOPERATIVE_MATRIX"), "{e}");

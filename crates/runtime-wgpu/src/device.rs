@@ -61,6 +61,8 @@ pub struct Device {
     /// The command stream not submitted yet, and the staging belt (see `submit.rs`).
     pub(crate) stream: Mutex<Stream>,
     health: Arc<Health>,
+    /// Whether `f16(x)` rounds to the nearest even f16, once probed (see `probe.rs`).
+    pub(crate) f16_rne: std::sync::OnceLock<bool>,
     /// Lists the device for the exit handler's wait (see `exit.rs`).
     _exit: ExitGuard,
 }
@@ -157,7 +159,7 @@ impl Device {
         let storage_usage =
             wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
         let staging_usage = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
-        Ok(Self {
+        let opened = Self {
             storage: Arc::new(BufferPool::new(
                 device.clone(),
                 storage_usage,
@@ -174,10 +176,14 @@ impl Device {
             var_buffers: Mutex::default(),
             stream: Mutex::new(Stream::new(&device, BELT_CHUNK)),
             health,
+            f16_rne: std::sync::OnceLock::new(),
             _exit: wait_at_exit(&device),
             device,
             queue,
-        })
+        };
+        // probed now, while nothing else holds the command stream
+        opened.f16_rounds_to_nearest_even();
+        Ok(opened)
     }
 
     /// Who the adapter is.

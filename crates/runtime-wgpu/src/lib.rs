@@ -43,6 +43,7 @@ mod exit;
 mod info;
 mod pipeline;
 mod pool;
+mod probe;
 mod program;
 mod submit;
 mod timing;

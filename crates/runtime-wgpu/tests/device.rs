@@ -2,7 +2,11 @@
 
 mod common;
 
+use wgrad_codegen::OptMode;
+use wgrad_dtype::DType;
+use wgrad_ops::UOp;
 use wgrad_runtime_wgpu::{Device, DeviceKind, RuntimeError, adapters};
+use wgrad_shape::{ShapeTracker, Sint};
 
 #[test]
 fn reports_adapter_limits_and_features() {
@@ -48,4 +52,33 @@ fn tensor_cores_follow_the_cooperative_matrix_feature() {
     if device.adapter().name.contains("llvmpipe") {
         assert!(!features.cooperative_matrix, "lavapipe has no cooperative matrices");
     }
+}
+
+#[test]
+fn f16_rounding_is_probed_and_kernels_cast_like_the_host() {
+    let Some(device) = common::device() else { return };
+    let native = device.f16_rounds_to_nearest_even();
+    eprintln!("f16(x) rounds to nearest even: {native}");
+    assert_eq!(device.caps().f16_rounds_to_nearest_even, native);
+    assert!(!native || device.features().f16, "no f16, no native rounding");
+    // whichever way the renderer converts, a cast kernel rounds ties to even as the host does
+    if !device.features().f16 {
+        return;
+    }
+    // ties with an even neighbour below, then above (normal, subnormal), and the overflow tie
+    let p = |e: i32| 2f32.powi(e);
+    let ties = vec![1.0 + p(-11), 1.0 + 3.0 * p(-11), -(1.0 + p(-11)), p(-25), 3.0 * p(-25), 65520.0];
+    let input = device.upload(&ties).unwrap();
+    let output = device.alloc_elements(DType::F16, ties.len()).unwrap();
+    let st = || UOp::view(ShapeTracker::from_shape(&[Sint::int(ties.len() as i64)]).unwrap());
+    let x = UOp::load(DType::F32, [UOp::define_global(DType::F32, 1), st()]);
+    let ast = UOp::sink([UOp::store([UOp::define_global(DType::F16, 0), st(), x.cast(DType::F16)])]);
+    let (_, program) = wgrad_codegen::compile(&ast, &device.target(), &OptMode::NoOpt, "cast").unwrap();
+    let gpu = device.compile(&program).unwrap();
+    let mut batch = device.batch();
+    device.launch(&mut batch, &gpu, &[&output, &input], &[]).unwrap();
+    device.submit(batch).unwrap();
+    let got = device.read_as::<u16>(&output).unwrap();
+    let want: Vec<u16> = ties.iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
+    assert_eq!(got, want, "native rounding: {native}");
 }

@@ -16,6 +16,7 @@ pub const FULL: WgslCaps = WgslCaps {
     int64: true,
     cooperative_matrix: false,
     subgroups: true,
+    f16_rounds_to_nearest_even: false,
     max_workgroups_per_dim: 65535,
 };
 /// [`FULL`] with cooperative matrices (an NVIDIA GPU's features).
@@ -26,6 +27,7 @@ pub const BARE: WgslCaps = WgslCaps {
     int64: false,
     cooperative_matrix: false,
     subgroups: false,
+    f16_rounds_to_nearest_even: false,
     max_workgroups_per_dim: 65535,
 };
 

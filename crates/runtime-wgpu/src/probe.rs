@@ -1,0 +1,112 @@
+//! What the device's WGSL really does where the spec leaves a choice. WGSL lets `f16(x)` of an
+//! f32 that no f16 holds round to either neighbour, so the renderer rounds in software
+//! (`round_f16`, nearest even, as the interpreter and the host do) unless the device is known
+//! to round that way itself. A probe kernel converts values chosen to tell the rounding modes
+//! apart (ties with even and odd neighbours, their neighbours, f16 subnormals and their ties,
+//! the overflow boundary, signed zeros, infinities) and a spread of others; the device rounds
+//! natively only if every result matches the host's bits (any NaN for a NaN).
+
+use wgrad_dtype::{ConstValue, DType};
+
+use crate::device::Device;
+use crate::error::Result;
+
+/// The probe: each invocation converts one value.
+const PROBE: &str = "enable f16;
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f16>;
+@compute @workgroup_size(64)
+fn probe(@builtin(global_invocation_id) id: vec3<u32>) {
+  if (id.x < arrayLength(&x)) { y[id.x] = f16(x[id.x]); }
+}";
+
+/// The f16 value of `bits`, as an f64.
+fn half(bits: u16) -> f64 {
+    ConstValue::from_bits(u64::from(bits), DType::F16).to_f64()
+}
+
+/// The f32 values the probe converts (an even count: the f16 output fills whole words).
+fn probe_values() -> Vec<f32> {
+    let mut values = vec![0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 65504.0, 65520.0, 1e9];
+    // the tie between neighbouring f16 values (even below, then odd below; subnormal, at the
+    // normal boundary, normal, at the top of the range) and a hair on either side of it
+    let lows = [
+        0x0001u16, 0x0002, 0x0003, 0x03fe, 0x03ff, 0x0400, 0x0401, 0x2e66, 0x3bff, 0x3c00, 0x3c01, 0x5555,
+        0x7bfe,
+    ];
+    for low in lows {
+        // exact in f32: f16 values and their midpoints have at most 12 significant bits
+        let tie = ((half(low) + half(low + 1)) / 2.0) as f32;
+        for v in [tie, f32::from_bits(tie.to_bits() - 1), f32::from_bits(tie.to_bits() + 1)] {
+            values.extend([v, -v]);
+        }
+    }
+    // a spread of bit patterns within the f16 range and beyond
+    let mut state = 0x9e37_79b9u32;
+    for _ in 0..512 {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        let sign = if state & 1 == 0 { 1.0 } else { -1.0 };
+        values.push(f32::from_bits(0x3000_0000 + state % 0x1800_0000) * sign);
+    }
+    if values.len() % 2 == 1 {
+        values.push(1.0);
+    }
+    values
+}
+
+impl Device {
+    /// Whether `f16(x)` rounds every probe value to the nearest even f16: probed once, on first
+    /// use; no f16, or any failure, counts as no.
+    pub fn f16_rounds_to_nearest_even(&self) -> bool {
+        *self.f16_rne.get_or_init(|| self.features().f16 && self.probe_f16_rounding().unwrap_or(false))
+    }
+
+    fn probe_f16_rounding(&self) -> Result<bool> {
+        let values = probe_values();
+        let input = self.upload(&values)?;
+        let output = self.alloc_elements(DType::F16, values.len())?;
+        let pipeline = self.pipeline_uncached(PROBE, "probe")?;
+        let mut batch = self.batch();
+        batch.dispatch(&pipeline, &[&input, &output], [values.len().div_ceil(64) as u32, 1, 1])?;
+        self.submit(batch)?;
+        let got = self.read_as::<u16>(&output)?;
+        Ok(values.iter().zip(got).all(|(&v, bits)| {
+            let want = ConstValue::Float(f64::from(v)).to_bits(DType::F16) as u16;
+            // a NaN may come back with any payload
+            let nan = |b: u16| b & 0x7c00 == 0x7c00 && b & 0x03ff != 0;
+            bits == want || (nan(bits) && nan(want))
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The f16 bits the host gives `v` (nearest even).
+    fn nearest(v: f32) -> u16 {
+        ConstValue::Float(f64::from(v)).to_bits(DType::F16) as u16
+    }
+
+    #[test]
+    fn the_probe_tells_other_roundings_apart() {
+        let values = probe_values();
+        assert_eq!(values.len() % 2, 0);
+        // toward zero: one step back wherever nearest went past the value
+        let toward_zero = |v: f32| {
+            let n = nearest(v);
+            if v.is_finite() && half(n).abs() > f64::from(v).abs() { n - 1 } else { n }
+        };
+        // ties away from zero: one step out wherever nearest went back at a tie
+        let ties_away = |v: f32| {
+            let n = nearest(v);
+            let tie = (f64::from(v).abs() - half(n).abs()) * 2.0 == half(n + 1).abs() - half(n).abs();
+            if v != 0.0 && tie { n + 1 } else { n }
+        };
+        for other in [&toward_zero as &dyn Fn(f32) -> u16, &ties_away] {
+            assert!(values.iter().any(|&v| !v.is_nan() && other(v) != nearest(v)));
+        }
+    }
+}
