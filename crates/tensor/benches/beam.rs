@@ -4,8 +4,9 @@
 //! with BEAM (the first BEAM step's wall time is the searches'). The cache is a fresh file
 //! in the temp dir, so every search really runs. Device: `WGRAD_DEVICE`, else the default.
 //!
-//! `cargo bench -p wgrad-tensor --bench beam [-- --n 4096 --batch 512 --width 2 --steps 3]`
-//! (`--n 0` or `--batch 0` skips that part).
+//! `cargo bench -p wgrad-tensor --bench beam [-- --n 4096 --batch 512 --width 2 --steps 3
+//! --half 0]` (`--n 0` or `--batch 0` skips that part; `--half 1` makes the GEMM's inputs f16,
+//! so the search starts from the tensor-core actions where the device has them).
 #![allow(clippy::print_stdout, reason = "a benchmark prints its numbers")]
 
 #[path = "../examples/mnist/model.rs"]
@@ -18,7 +19,7 @@ use wgrad_engine::beam::{BeamCache, OptMode, Origin, beam, set_cache_path, time_
 use wgrad_engine::device::open_device;
 use wgrad_engine::{ItemKind, counters, flags, reset_counters};
 use wgrad_tensor::datasets::mnist::Mnist;
-use wgrad_tensor::{Result, Tensor};
+use wgrad_tensor::{DType, Result, Tensor};
 
 /// The command line: `--name value` pairs.
 struct Args {
@@ -26,10 +27,11 @@ struct Args {
     batch: usize,
     width: usize,
     steps: usize,
+    half: usize,
 }
 
 fn args() -> Args {
-    let mut a = Args { n: 4096, batch: 512, width: 2, steps: 3 };
+    let mut a = Args { n: 4096, batch: 512, width: 2, steps: 3, half: 0 };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.windows(2) {
         let v = || pair[1].parse().unwrap_or_else(|_| panic!("{} takes a number", pair[0]));
@@ -38,6 +40,7 @@ fn args() -> Args {
             "--batch" => a.batch = v(),
             "--width" => a.width = v(),
             "--steps" => a.steps = v(),
+            "--half" => a.half = v(),
             _ => {}
         }
     }
@@ -49,8 +52,8 @@ fn ms(t: Duration) -> f64 {
 }
 
 /// The GEMM rows: default and BEAM TFLOP/s, search time, cache hit time.
-fn gemm(n: usize, width: usize, cache: &BeamCache) -> Result<()> {
-    let (a, b) = (Tensor::rand(&[n, n], 1)?, Tensor::rand(&[n, n], 2)?);
+fn gemm(n: usize, dtype: DType, width: usize, cache: &BeamCache) -> Result<()> {
+    let (a, b) = (Tensor::rand(&[n, n], 1)?.cast(dtype), Tensor::rand(&[n, n], 2)?.cast(dtype));
     Tensor::realize_all(&[&a, &b])?;
     let c = a.matmul(&b)?;
     let backend = open_device(c.device())?;
@@ -85,7 +88,7 @@ fn gemm(n: usize, width: usize, cache: &BeamCache) -> Result<()> {
         })
         .collect();
     hits.sort();
-    println!("f32 GEMM {n}, device: {}", backend.name());
+    println!("{dtype} GEMM {n}, device: {}", backend.name());
     println!("| setting | time | TFLOP/s |");
     println!("| --- | --- | --- |");
     println!("| default heuristics | {:.3} ms | {:.3} |", ms(default), tflops(default));
@@ -156,7 +159,7 @@ fn main() -> Result<()> {
     set_cache_path(Some(path.clone()));
     let start = Instant::now();
     if a.n > 0 {
-        gemm(a.n, a.width, &cache)?;
+        gemm(a.n, if a.half > 0 { DType::F16 } else { DType::F32 }, a.width, &cache)?;
     }
     if a.batch > 0 {
         mnist(a.batch, a.width, a.steps)?;
