@@ -161,7 +161,7 @@ macro_rules! from_impls {
         }
     )*};
 }
-from_impls!(i32 => Int as i64, i64 => Int as i64, u32 => UInt as u64, u64 => UInt as u64, f32 => Float as f64, f64 => Float as f64);
+from_impls!(i32 => Int as i64, i64 => Int as i64, u8 => UInt as u64, u32 => UInt as u64, u64 => UInt as u64, f32 => Float as f64, f64 => Float as f64);
 
 impl From<bool> for ConstValue {
     fn from(v: bool) -> Self {

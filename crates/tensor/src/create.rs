@@ -7,7 +7,7 @@ use wgrad_dtype::{ConstValue, DType};
 use wgrad_engine::{DeviceName, lazy, numel, upload};
 
 use crate::Tensor;
-use crate::element::{Element, to_bytes};
+use crate::element::Element;
 use crate::error::{Result, TensorError, ok};
 
 thread_local! {
@@ -38,7 +38,7 @@ impl Tensor {
         if data.len() != numel(shape) {
             return Err(TensorError::DataLength { len: data.len(), shape: shape.to_vec() });
         }
-        Tensor::from_bytes(&to_bytes(data.iter().map(|v| v.to_const()), T::DTYPE), T::DTYPE, shape)
+        Tensor::from_bytes(&T::to_le_bytes(data), T::DTYPE, shape)
     }
 
     /// A tensor of `shape` and `dtype` holding `bytes` (little-endian elements, row-major,

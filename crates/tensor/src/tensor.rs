@@ -9,7 +9,7 @@ use wgrad_engine::{DeviceName, Schedule, lazy, numel};
 use wgrad_ops::{GroupOp, Ops, UOp, UOpMap};
 
 use crate::autograd::grad_enabled;
-use crate::element::{Element, from_bytes};
+use crate::element::Element;
 use crate::error::{Operand, Result, TensorError};
 
 /// A lazy n-dimensional array: ops record a graph; nothing runs until a value is needed
@@ -159,7 +159,7 @@ impl Tensor {
         if T::DTYPE != self.dtype() {
             return Err(TensorError::ElementType { operand: self.operand(), asked: T::DTYPE });
         }
-        Ok(from_bytes(&self.bytes()?, self.dtype()).into_iter().map(T::from_const).collect())
+        Ok(T::from_le_bytes(&self.bytes()?))
     }
 
     /// The elements, row-major, as little-endian bytes of the tensor's dtype (computed as
