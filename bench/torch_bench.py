@@ -82,6 +82,10 @@ def main():
     for s in sizes:
         a, b = torch.rand(s, s, device=device), torch.rand(s, s, device=device)
         work.append((f"f32 GEMM {s}", lambda a=a, b=b: a @ b, 2.0 * s**3, True))
+    if device.type == "cuda":  # wgrad's f16 GEMM rows (tensor cores), f16 in and out
+        for s in sizes:
+            a, b = torch.rand(s, s, device=device).half(), torch.rand(s, s, device=device).half()
+            work.append((f"f16 GEMM {s}", lambda a=a, b=b: a @ b, 2.0 * s**3, True))
     model = beautiful_mnist().to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     images = torch.rand(batch, 1, 28, 28, device=device)
