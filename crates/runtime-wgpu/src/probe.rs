@@ -63,16 +63,49 @@ impl Device {
         *self.f16_rne.get_or_init(|| self.features().f16 && self.probe_f16_rounding().unwrap_or(false))
     }
 
+    /// Runs the probe on buffers, a bind group and a command buffer of its own, outside the
+    /// pool, the bind-group cache and the command stream, so that opening a device leaves
+    /// their counters at zero.
     fn probe_f16_rounding(&self) -> Result<bool> {
+        use wgpu::util::DeviceExt;
         let values = probe_values();
-        let input = self.upload(&values)?;
-        let output = self.alloc_elements(DType::F16, values.len())?;
         let pipeline = self.pipeline_uncached(PROBE, "probe")?;
-        let mut batch = self.batch();
-        batch.dispatch(&pipeline, &[&input, &output], [values.len().div_ceil(64) as u32, 1, 1])?;
-        self.submit(batch)?;
-        let got = self.read_as::<u16>(&output)?;
-        Ok(values.iter().zip(got).all(|(&v, bits)| {
+        let bytes = (values.len() * 2) as u64;
+        let storage = |usage| wgpu::BufferDescriptor {
+            label: Some("f16 probe"),
+            size: bytes,
+            usage,
+            mapped_at_creation: false,
+        };
+        let input = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("f16 probe"),
+            contents: bytemuck::cast_slice(&values),
+            usage: wgpu::BufferUsages::STORAGE,
+        });
+        let output =
+            self.device.create_buffer(&storage(wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC));
+        let readback =
+            self.device.create_buffer(&storage(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST));
+        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("f16 probe"),
+            layout: pipeline.layout(),
+            entries: &[
+                wgpu::BindGroupEntry { binding: 0, resource: input.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 1, resource: output.as_entire_binding() },
+            ],
+        });
+        let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            pass.set_pipeline(pipeline.raw());
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(values.len().div_ceil(64) as u32, 1, 1);
+        }
+        encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, bytes);
+        self.submit_commands([encoder.finish()], "the f16 rounding probe")?;
+        let got = self.map_and_copy(&readback, bytes, 0, bytes)?;
+        Ok(values.iter().zip(got.chunks_exact(2)).all(|(&v, pair)| {
+            let bits = u16::from_le_bytes([pair[0], pair[1]]);
             let want = ConstValue::Float(f64::from(v)).to_bits(DType::F16) as u16;
             // a NaN may come back with any payload
             let nan = |b: u16| b & 0x7c00 == 0x7c00 && b & 0x03ff != 0;
