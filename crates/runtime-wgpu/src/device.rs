@@ -61,8 +61,8 @@ pub struct Device {
     /// The command stream not submitted yet, and the staging belt (see `submit.rs`).
     pub(crate) stream: Mutex<Stream>,
     health: Arc<Health>,
-    /// Whether `f16(x)` rounds to the nearest even f16, once probed (see `probe.rs`).
-    pub(crate) f16_rne: std::sync::OnceLock<bool>,
+    /// Whether `f16(x)` rounds to the nearest even f16, probed at open (see `probe.rs`).
+    f16_rne: bool,
     /// Lists the device for the exit handler's wait (see `exit.rs`).
     _exit: ExitGuard,
 }
@@ -159,7 +159,7 @@ impl Device {
         let storage_usage =
             wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
         let staging_usage = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
-        let opened = Self {
+        let mut opened = Self {
             storage: Arc::new(BufferPool::new(
                 device.clone(),
                 storage_usage,
@@ -176,14 +176,19 @@ impl Device {
             var_buffers: Mutex::default(),
             stream: Mutex::new(Stream::new(&device, BELT_CHUNK)),
             health,
-            f16_rne: std::sync::OnceLock::new(),
+            f16_rne: false,
             _exit: wait_at_exit(&device),
             device,
             queue,
         };
-        // probed now, while nothing else holds the command stream
-        opened.f16_rounds_to_nearest_even();
+        opened.f16_rne = opened.features().f16 && opened.probe_f16_rounding().unwrap_or(false);
         Ok(opened)
+    }
+
+    /// Whether `f16(x)` rounds every value of the f16 probe (`probe.rs`) to the nearest even
+    /// f16, as the host does; probed when the device opened. No f16, or a failed probe, is no.
+    pub fn f16_rounds_to_nearest_even(&self) -> bool {
+        self.f16_rne
     }
 
     /// Who the adapter is.

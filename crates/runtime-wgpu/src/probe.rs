@@ -25,6 +25,11 @@ fn half(bits: u16) -> f64 {
     ConstValue::from_bits(u64::from(bits), DType::F16).to_f64()
 }
 
+/// The f16 bits the host gives `v`: the nearest, ties to even.
+fn nearest_even(v: f32) -> u16 {
+    ConstValue::Float(f64::from(v)).to_bits(DType::F16) as u16
+}
+
 /// The f32 values the probe converts (an even count: the f16 output fills whole words).
 fn probe_values() -> Vec<f32> {
     let mut values = vec![0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 65504.0, 65520.0, 1e9];
@@ -57,16 +62,10 @@ fn probe_values() -> Vec<f32> {
 }
 
 impl Device {
-    /// Whether `f16(x)` rounds every probe value to the nearest even f16: probed once, on first
-    /// use; no f16, or any failure, counts as no.
-    pub fn f16_rounds_to_nearest_even(&self) -> bool {
-        *self.f16_rne.get_or_init(|| self.features().f16 && self.probe_f16_rounding().unwrap_or(false))
-    }
-
     /// Runs the probe on buffers, a bind group and a command buffer of its own, outside the
     /// pool, the bind-group cache and the command stream, so that opening a device leaves
     /// their counters at zero.
-    fn probe_f16_rounding(&self) -> Result<bool> {
+    pub(crate) fn probe_f16_rounding(&self) -> Result<bool> {
         use wgpu::util::DeviceExt;
         let values = probe_values();
         let pipeline = self.pipeline_uncached(PROBE, "probe")?;
@@ -106,7 +105,7 @@ impl Device {
         let got = self.map_and_copy(&readback, bytes, 0, bytes)?;
         Ok(values.iter().zip(got.chunks_exact(2)).all(|(&v, pair)| {
             let bits = u16::from_le_bytes([pair[0], pair[1]]);
-            let want = ConstValue::Float(f64::from(v)).to_bits(DType::F16) as u16;
+            let want = nearest_even(v);
             // a NaN may come back with any payload
             let nan = |b: u16| b & 0x7c00 == 0x7c00 && b & 0x03ff != 0;
             bits == want || (nan(bits) && nan(want))
@@ -118,28 +117,23 @@ impl Device {
 mod tests {
     use super::*;
 
-    /// The f16 bits the host gives `v` (nearest even).
-    fn nearest(v: f32) -> u16 {
-        ConstValue::Float(f64::from(v)).to_bits(DType::F16) as u16
-    }
-
     #[test]
     fn the_probe_tells_other_roundings_apart() {
         let values = probe_values();
         assert_eq!(values.len() % 2, 0);
         // toward zero: one step back wherever nearest went past the value
         let toward_zero = |v: f32| {
-            let n = nearest(v);
+            let n = nearest_even(v);
             if v.is_finite() && half(n).abs() > f64::from(v).abs() { n - 1 } else { n }
         };
         // ties away from zero: one step out wherever nearest went back at a tie
         let ties_away = |v: f32| {
-            let n = nearest(v);
+            let n = nearest_even(v);
             let tie = (f64::from(v).abs() - half(n).abs()) * 2.0 == half(n + 1).abs() - half(n).abs();
             if v != 0.0 && tie { n + 1 } else { n }
         };
         for other in [&toward_zero as &dyn Fn(f32) -> u16, &ties_away] {
-            assert!(values.iter().any(|&v| !v.is_nan() && other(v) != nearest(v)));
+            assert!(values.iter().any(|&v| !v.is_nan() && other(v) != nearest_even(v)));
         }
     }
 }

@@ -8,9 +8,10 @@
 //!
 //! Each figure is the median of `iters` timed runs after two warm-up runs (which compile the
 //! kernels); beside the batch's wall time, the GPU time of its kernels (device timestamps, one
-//! more run with kernel timing on), so the rest is host work and waiting. The forward is jitted (`JitEmbedder`: the second run captures its kernels, the
-//! timed runs replay them); `JIT=0` measures it eager. The table gives the kernels of one
-//! jitted forward. `crates/models/bench/minilm_torch.py` measures PyTorch the same way.
+//! more run with kernel timing on), so the rest is host work and waiting. The forward is
+//! jitted (`JitEmbedder`: the second run captures its kernels, the timed runs replay them);
+//! `JIT=0` measures it eager. The table gives the kernels of one jitted forward.
+//! `crates/models/bench/minilm_torch.py` measures PyTorch the same way.
 
 use std::error::Error;
 use std::path::Path;
