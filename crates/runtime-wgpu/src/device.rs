@@ -36,6 +36,10 @@ pub const ADAPTER_ENV: &str = "WGRAD_ADAPTER";
 /// adapter has them (to compare, or to work around a driver).
 pub const COOP_ENV: &str = "WGRAD_COOPERATIVE_MATRIX";
 
+/// Set to `1` to keep wgpu's runtime checks in every shader (index clamping), which wgrad
+/// drops by default: its kernels gate their own accesses (a debugging aid, like a sanitizer).
+pub const SHADER_CHECKS_ENV: &str = "WGRAD_SHADER_CHECKS";
+
 /// Errors recorded outside of error scopes.
 #[derive(Default)]
 struct Health {
@@ -63,6 +67,8 @@ pub struct Device {
     health: Arc<Health>,
     /// Whether `f16(x)` rounds to the nearest even f16, probed at open (see `probe.rs`).
     f16_rne: bool,
+    /// Whether shaders keep wgpu's runtime checks ([`SHADER_CHECKS_ENV`]).
+    checked_shaders: bool,
     /// Lists the device for the exit handler's wait (see `exit.rs`).
     _exit: ExitGuard,
 }
@@ -177,6 +183,7 @@ impl Device {
             stream: Mutex::new(Stream::new(&device, BELT_CHUNK)),
             health,
             f16_rne: false,
+            checked_shaders: std::env::var(SHADER_CHECKS_ENV).is_ok_and(|v| v == "1"),
             _exit: wait_at_exit(&device),
             device,
             queue,
@@ -249,13 +256,13 @@ impl Device {
     /// (source, entry point).
     pub fn pipeline(&self, wgsl: &str, entry: &str) -> Result<Pipeline> {
         self.check()?;
-        self.pipelines.get_or_compile(&self.device, wgsl, entry)
+        self.pipelines.get_or_compile(&self.device, wgsl, entry, self.checked_shaders)
     }
 
     /// The pipeline for `entry` in `wgsl`, compiled now and not kept in the cache.
     pub(crate) fn pipeline_uncached(&self, wgsl: &str, entry: &str) -> Result<Pipeline> {
         self.check()?;
-        crate::pipeline::compile(&self.device, wgsl, entry)
+        crate::pipeline::compile(&self.device, wgsl, entry, self.checked_shaders)
     }
 
     /// Number of distinct pipelines compiled so far.

@@ -51,7 +51,7 @@ mod transfer;
 
 pub use batch::{Batch, Prepared, fold_workgroups};
 pub use buffer::Buffer;
-pub use device::{ADAPTER_ENV, COOP_ENV, Device, adapters};
+pub use device::{ADAPTER_ENV, COOP_ENV, Device, SHADER_CHECKS_ENV, adapters};
 pub use error::{Result, RuntimeError};
 pub use info::{AdapterSummary, DeviceFeatures, DeviceKind, DeviceLimits};
 pub use pipeline::Pipeline;

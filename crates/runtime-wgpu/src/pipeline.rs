@@ -79,11 +79,12 @@ impl PipelineCache {
         device: &wgpu::Device,
         source: &str,
         entry: &str,
+        checked: bool,
     ) -> Result<Pipeline, RuntimeError> {
         if let Some(hit) = self.lookup(source, entry) {
             return Ok(hit);
         }
-        let compiled = compile(device, source, entry)?;
+        let compiled = compile(device, source, entry, checked)?;
         let mut map = self.lock();
         let list = map.entry(source.to_owned()).or_default();
         if let Some(raced) = list.iter().find(|p| p.entry() == entry) {
@@ -109,14 +110,34 @@ impl PipelineCache {
     }
 }
 
-/// Compiles one entry point of `source`, reporting WGSL errors with their line.
-pub(crate) fn compile(device: &wgpu::Device, source: &str, entry: &str) -> Result<Pipeline, RuntimeError> {
+/// Compiles one entry point of `source`, reporting WGSL errors with their line; `checked`
+/// keeps wgpu's index clamping in the shader (see [`crate::device::SHADER_CHECKS_ENV`]).
+#[allow(unsafe_code)]
+pub(crate) fn compile(
+    device: &wgpu::Device,
+    source: &str,
+    entry: &str,
+    checked: bool,
+) -> Result<Pipeline, RuntimeError> {
     let mut module = None;
     let compiled = scoped(device, || {
-        let shader = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        let desc = wgpu::ShaderModuleDescriptor {
             label: Some(entry),
             source: wgpu::ShaderSource::Wgsl(source.into()),
-        });
+        };
+        let shader = match checked {
+            true => device.create_shader_module(desc),
+            // SAFETY: wgrad generates every shader itself and gates every access it cannot prove
+            // in range, so wgpu's clamping of indices (which slowed tensor-core kernels by a third,
+            // docs/PERFORMANCE.md) adds nothing; buffers stay bounds-checked wherever the
+            // platform checks them itself (Vulkan's robust buffer access). Loop bounding and the
+            // integer division guards stay on.
+            false => unsafe {
+                let mut checks = wgpu::ShaderRuntimeChecks::checked();
+                checks.bounds_checks = false;
+                device.create_shader_module_trusted(desc, checks)
+            },
+        };
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(entry),
             layout: None,
