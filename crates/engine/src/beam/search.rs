@@ -4,9 +4,9 @@
 //! compiles the candidates on all host cores (codegen, WGSL, pipelines: backends compile
 //! from many threads), drops those with too many uops, that fail to compile or whose
 //! device source is one already timed, then times the rest one by one and keeps the
-//! `width` fastest. A candidate's time is the fastest of [`RUNS`] runs after an uncounted
-//! one, each on at most [`SAMPLE_WORKGROUPS`] workgroups and scaled to the whole grid,
-//! stopping after a run slower than three times the best so far. The search stops when a
+//! `width` fastest. A candidate's time is the fastest of [`RUNS`] back-to-back runs (one
+//! submission) after an uncounted one, each on at most [`SAMPLE_WORKGROUPS`] workgroups and
+//! scaled to the whole grid; an uncounted run slower than three times the best so far ends it. The search stops when a
 //! round gains less than [`MIN_PROGRESS`]. The winner is then timed against the default
 //! opts on the whole grid (tinygrad's `BEAM_COMPARE`), and kept only if faster and if its
 //! results match the default opts' on the same random inputs.
@@ -75,8 +75,10 @@ fn compile_candidate(kernel: Kernel, backend: &dyn Backend, name: &str) -> Optio
     Some(Candidate { kernel, program })
 }
 
-/// The fastest of up to `runs` runs of `program` after an uncounted one, stopping after a
-/// run slower than `early_stop`; with `sample`, on at most [`SAMPLE_WORKGROUPS`] workgroups.
+/// The fastest of `runs` runs of `program`, recorded back to back in one submission, on at
+/// most [`SAMPLE_WORKGROUPS`] workgroups with `sample`. A first run, submitted alone, is not
+/// counted (drivers may finish a pipeline on its first dispatch); when it is slower than
+/// `early_stop` it is the answer.
 fn time_program(
     backend: &dyn Backend,
     inputs: &Inputs,
@@ -87,16 +89,11 @@ fn time_program(
 ) -> Result<Duration, EngineError> {
     let launch = inputs.launch(program);
     let sample = sample.then_some(SAMPLE_WORKGROUPS);
-    // a first run is not counted: drivers may finish a pipeline on its first dispatch
-    backend.time_launch(&launch, sample)?;
-    let mut best = Duration::MAX;
-    for _ in 0..runs {
-        best = best.min(backend.time_launch(&launch, sample)?);
-        if best > early_stop {
-            break;
-        }
+    let first = backend.time_launch(&launch, sample, 1)?.into_iter().min().unwrap_or(Duration::MAX);
+    if first > early_stop {
+        return Ok(first);
     }
-    Ok(best)
+    Ok(backend.time_launch(&launch, sample, runs.max(1))?.into_iter().min().unwrap_or(first))
 }
 
 /// The device time of `ast` compiled with `mode` on `backend`, from random inputs: the

@@ -59,6 +59,7 @@ pub struct CompiledProgram {
 }
 
 /// One kernel launch: buffers indexed by slot; var values in program.vars order.
+#[derive(Clone)]
 pub struct Launch<'a> {
     /// The compiled kernel.
     pub program: &'a CompiledProgram,
@@ -169,18 +170,21 @@ pub trait Backend: Send + Sync {
     fn compile_once(&self, program: &Program) -> Result<CompiledProgram, EngineError> {
         self.compile(program)
     }
-    /// The device time of one run of `launch`, to compare kernels by. With
-    /// `max_workgroups`, a backend may run only that many of the launch's workgroups and
-    /// scale the time up to the whole grid (what a search does with slow candidates). The
-    /// default runs the whole launch through [`Backend::run`] (wall time when the device
-    /// reports none).
+    /// The device time of each of `runs` runs of `launch`, recorded back to back in one
+    /// submission, to compare kernels by. With `max_workgroups`, a backend may run only that
+    /// many of the launch's workgroups and scale the times up to the whole grid (what a search
+    /// does with slow candidates). The default runs the whole launches through
+    /// [`Backend::run`] (their mean wall time each when the device reports none).
     fn time_launch(
         &self,
         launch: &Launch<'_>,
         _max_workgroups: Option<usize>,
-    ) -> Result<Duration, EngineError> {
+        runs: usize,
+    ) -> Result<Vec<Duration>, EngineError> {
+        let launches: Vec<Launch<'_>> = (0..runs).map(|_| launch.clone()).collect();
         let start = Instant::now();
-        let times = self.run(std::slice::from_ref(launch), true)?;
-        Ok(times.into_iter().next().flatten().unwrap_or_else(|| start.elapsed()))
+        let times = self.run(&launches, true)?;
+        let mean = start.elapsed() / u32::try_from(runs.max(1)).unwrap_or(u32::MAX);
+        Ok(times.into_iter().map(|t| t.unwrap_or(mean)).collect())
     }
 }

@@ -272,18 +272,21 @@ impl Backend for WgpuBackend {
         &self,
         launch: &Launch<'_>,
         max_workgroups: Option<usize>,
-    ) -> Result<Duration, EngineError> {
+        runs: usize,
+    ) -> Result<Vec<Duration>, EngineError> {
         let grid = launch.program.program.global_size;
         let (part, scale) = max_workgroups.map_or((grid, 1.0), |max| sample_grid(grid, max));
         let buffers = launch.buffers.iter().map(|b| buffer(b)).collect::<Result<Vec<_>, _>>()?;
         let mut batch = self.device.batch();
-        self.device
-            .launch_part(&mut batch, gpu_program(launch)?, &buffers, &launch.vars, part)
-            .map_err(|e| self.runtime(e))?;
+        for _ in 0..runs {
+            self.device
+                .launch_part(&mut batch, gpu_program(launch)?, &buffers, &launch.vars, part)
+                .map_err(|e| self.runtime(e))?;
+        }
         let start = Instant::now();
         let times = self.device.run_timed(batch).map_err(|e| self.runtime(e))?;
-        let time = times.into_iter().next().flatten().unwrap_or_else(|| start.elapsed());
-        Ok(time.mul_f64(scale))
+        let mean = start.elapsed() / u32::try_from(runs.max(1)).unwrap_or(u32::MAX);
+        Ok(times.into_iter().map(|t| t.unwrap_or(mean).mul_f64(scale)).collect())
     }
 }
 
