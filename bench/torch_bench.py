@@ -86,6 +86,9 @@ def main():
         for s in sizes:
             a, b = torch.rand(s, s, device=device).half(), torch.rand(s, s, device=device).half()
             work.append((f"f16 GEMM {s}", lambda a=a, b=b: a @ b, 2.0 * s**3, True))
+    s = sizes[0]  # nn.Linear's form: a row-major (n, k) weight, transposed
+    x, w = torch.rand(s, s, device=device), torch.rand(s, s, device=device)
+    work.append((f"f32 GEMM {s}, x @ W.T", lambda x=x, w=w: x @ w.t(), 2.0 * s**3, True))
     model = beautiful_mnist().to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     images = torch.rand(batch, 1, 28, 28, device=device)

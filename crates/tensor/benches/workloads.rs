@@ -12,7 +12,8 @@
 //! `cargo xtask bench`, or `cargo bench -p wgrad-tensor --bench workloads [-- FLAGS]`:
 //! `--quick` (small sizes: a smoke run on lavapipe), `--kernels` (one MNIST step at DEBUG=2:
 //! a line per kernel on stderr), `--bandwidth`, `--tflops`, `--gemm` (only the GEMMs: f32, and
-//! f16 through `Tensor::matmul`, on tensor cores where the device has them, then the f16
+//! f16 through `Tensor::matmul`, on tensor cores where the device has them, and f32 `x @ W.T`
+//! as `nn::Linear` multiplies; then the f16
 //! results' largest error against the f32 GEMM of the same halves, computed on the device).
 #![allow(clippy::print_stdout, missing_docs)]
 
@@ -146,6 +147,14 @@ fn gemms(quick: bool) -> Result<Vec<Workload>> {
             });
         }
     }
+    // nn::Linear's form: the second factor is a row-major (n, k) weight, contiguous along k
+    let s = gemm_sizes(quick)[0];
+    let (x, w) = factors(s, DType::F32)?;
+    list.push(Workload {
+        name: format!("f32 GEMM {s}, x @ W.T"),
+        work: Work::Flops(2.0 * (s as f64).powi(3)),
+        call: Box::new(move || x.matmul(&w.t()?)?.realize().cloned()),
+    });
     Ok(list)
 }
 
