@@ -37,6 +37,15 @@ pub fn matmul(m: usize, n: usize, k: usize) -> Case {
     Case { ast, buffers: vec![(DType::F32, m * n), (DType::F32, m * k), (DType::F32, k * n)], outputs: 1 }
 }
 
+/// `x @ W.T` (nn::Linear's form): `x` is `(m, k)` and `W` is `(n, k)`, both row-major, so the
+/// second factor is contiguous along the reduce (its tile is staged in workgroup memory).
+pub fn matmul_transposed(m: usize, n: usize, k: usize) -> Case {
+    let a = load(1, &[m, n, k], &[k, 0, 1]);
+    let w = load(2, &[m, n, k], &[0, k, 1]);
+    let ast = store(&[m, n, 1], (a * w).reduce_axis(Ops::Add, &[2]));
+    Case { ast, buffers: vec![(DType::F32, m * n), (DType::F32, m * k), (DType::F32, n * k)], outputs: 1 }
+}
+
 /// A valid 2-d convolution of `(b, ci, hw, hw)` by `(co, ci, kk, kk)`.
 pub fn conv(b: usize, ci: usize, co: usize, hw: usize, kk: usize) -> Case {
     let o = hw - kk + 1;
@@ -153,6 +162,8 @@ pub fn tuned_cases() -> Vec<(String, Case)> {
         ("matmul 128x96x40".into(), matmul(128, 96, 40)),
         ("matmul 64x72x24 (8x8 fits m only)".into(), matmul(64, 72, 24)),
         ("matmul 61x67x13 (primes: padded)".into(), matmul(61, 67, 13)),
+        ("x @ W.T 128x96x40 (staged)".into(), matmul_transposed(128, 96, 40)),
+        ("x @ W.T 256x64x24 (staged)".into(), matmul_transposed(256, 64, 24)),
         ("conv 4x3x8 12x12 k5".into(), conv(4, 3, 8, 12, 5)),
         ("conv 2x8x16 10x10 k3".into(), conv(2, 8, 16, 10, 3)),
         ("conv input gradient 2x3x8 11x11 k5".into(), conv_input_grad(2, 3, 8, 11, 5, false)),

@@ -114,6 +114,8 @@ pub struct Kernel {
     pub(crate) dont_use_locals: bool,
     /// The tensor-core configuration once TC is applied: the last three axes are its tile.
     pub(crate) tc: Option<crate::TensorCoreShape>,
+    /// Whether STAGE applied: a register tile's factors go through workgroup memory.
+    pub(crate) staged: bool,
 }
 
 impl Kernel {
@@ -159,6 +161,7 @@ impl Kernel {
             upcasted: 0,
             dont_use_locals: false,
             tc: None,
+            staged: false,
         };
         let (kept, reduced): (Vec<usize>, Vec<usize>) =
             (0..k.shape_len()).partition(|&i| k.full_shape()[i] == k.output_shape()[i]);

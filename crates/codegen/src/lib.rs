@@ -13,6 +13,7 @@ mod kernel;
 mod opt;
 mod target;
 mod tensor_core;
+mod tile_stage;
 
 pub use heuristic::hand_coded_optimizations;
 pub use kernel::{AxisKind, Kernel, ShapeFn, buffer_st, view_st};

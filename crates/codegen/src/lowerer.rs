@@ -22,6 +22,7 @@ use thiserror::Error;
 use wgrad_ops::{Arg, NUM_SUBGROUPS, Ops, SUBGROUP_ID, SUBGROUP_LANE, UOp};
 use wgrad_shape::{IndexAlgebra, ShapeTracker, Sint};
 
+use crate::tile_stage::{Staged, stage_tiles};
 use crate::{Kernel, view_st};
 
 /// Why a kernel cannot be lowered.
@@ -122,9 +123,13 @@ pub fn lower(k: &Kernel) -> Result<UOp, LowerError> {
         own: None,
         first_reduce: k.first_reduce(),
         unrolled: (fu..full.len()).map(|a| full[a] != k.output_shape()[a]).collect(),
+        staged: HashMap::new(),
     };
     if let Some(tc) = k.tensor_core() {
         return crate::lower_tc::lower_tc(k, tc, lw, &ast);
+    }
+    if let Some(stages) = k.tile_stages() {
+        lw.staged = stage_tiles(k, &lw, &ast, &stages)?;
     }
     let mut stores = vec![];
     for store in ast.src() {
@@ -368,6 +373,8 @@ pub(crate) struct Lowerer {
     first_reduce: usize,
     /// Per upcast axis, whether it is an unrolled reduce axis.
     unrolled: Vec<bool>,
+    /// The factor loads a register tile reads from workgroup memory (`tile_stage.rs`).
+    staged: HashMap<UOp, Staged>,
 }
 
 impl Lowerer {
@@ -409,6 +416,7 @@ impl Lowerer {
             own: None,
             first_reduce: fu,
             unrolled: vec![],
+            staged: HashMap::new(),
         }
     }
 
@@ -438,6 +446,7 @@ impl Lowerer {
             own: Some(r.clone()),
             first_reduce: self.first_reduce,
             unrolled: self.unrolled.clone(),
+            staged: self.staged.clone(),
         }
     }
 
@@ -495,6 +504,9 @@ impl Lowerer {
     }
 
     fn lower_load(&mut self, u: &UOp, lane: &[i64]) -> Result<UOp, LowerError> {
+        if let Some(staged) = self.staged.get(u) {
+            return Ok(staged.load(u.dtype(), &self.idxs, self.fu, lane));
+        }
         let (buf, view) = (&u.src()[0], &u.src()[1]);
         if buf.op() != Ops::DefineLocal {
             let index = self.index(buf, view, &self.idxs, lane, None)?;

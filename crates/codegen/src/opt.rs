@@ -35,11 +35,14 @@ pub enum OptOps {
     Padto,
     /// Exchange two global axes.
     Swap,
+    /// Stage a register-tiled matmul's two factors in workgroup memory each step of its
+    /// reduce loop (`tile_stage.rs`); no axis or amount, and the last opt of a kernel.
+    Stage,
 }
 
 impl OptOps {
     /// Every kind, in declaration order.
-    pub const ALL: [OptOps; 9] = [
+    pub const ALL: [OptOps; 10] = [
         OptOps::Tc,
         OptOps::Upcast,
         OptOps::Unroll,
@@ -49,6 +52,7 @@ impl OptOps {
         OptOps::Nolocals,
         OptOps::Padto,
         OptOps::Swap,
+        OptOps::Stage,
     ];
 }
 
@@ -89,6 +93,11 @@ impl Opt {
     pub fn nolocals() -> Opt {
         Opt { op: OptOps::Nolocals, axis: None, arg: 0 }
     }
+
+    /// The `STAGE` opt.
+    pub fn stage() -> Opt {
+        Opt { op: OptOps::Stage, axis: None, arg: 0 }
+    }
 }
 
 impl fmt::Display for Opt {
@@ -104,7 +113,8 @@ impl fmt::Display for Opt {
 impl FromStr for Opt {
     type Err = OptError;
 
-    /// An opt as [`fmt::Display`] prints it: `Opt(op=UPCAST, axis=0, arg=4)`, `Opt(op=NOLOCALS)`.
+    /// An opt as [`fmt::Display`] prints it: `Opt(op=UPCAST, axis=0, arg=4)`, `Opt(op=NOLOCALS)`,
+    /// `Opt(op=STAGE)`.
     fn from_str(s: &str) -> Result<Opt, OptError> {
         let bad = || OptError::Parse(s.into());
         let fields = s.trim().strip_prefix("Opt(").and_then(|f| f.strip_suffix(')')).ok_or_else(bad)?;
@@ -249,6 +259,9 @@ pub enum OptError {
     /// TC does not apply to this kernel or target; the message says why.
     #[error("tensor cores: {0}")]
     TensorCore(String),
+    /// STAGE does not apply to this kernel, or an opt came after it; the message says why.
+    #[error("stage: {0}")]
+    Stage(String),
     /// Text that is not an opt as `Opt`'s `Display` prints it.
     #[error("not an opt: `{0}`")]
     Parse(String),
@@ -343,6 +356,9 @@ impl Kernel {
 
     /// Applies `opt` after checking it is valid here, records it, and drops size-1 axes.
     pub fn apply_opt(&mut self, opt: Opt) -> Result<(), OptError> {
+        if self.staged {
+            return Err(OptError::Stage(format!("{} after STAGE, which must be the last opt", opt.op)));
+        }
         if self.tc.is_some() && !matches!(opt.op, OptOps::Upcast | OptOps::Local | OptOps::Unroll) {
             return Err(OptError::TensorCore(format!(
                 "only UPCAST, LOCAL and UNROLL apply after TC, not {}",
@@ -354,6 +370,8 @@ impl Kernel {
         }
         if opt.op == OptOps::Nolocals {
             self.apply_nolocals()?;
+        } else if opt.op == OptOps::Stage {
+            self.apply_stage()?;
         } else if opt.op == OptOps::Tc {
             self.apply_tc(opt.axis.ok_or(OptError::MissingAxis(opt.op))?, opt.arg)?;
         } else {
@@ -380,6 +398,17 @@ impl Kernel {
         }
         self.applied_opts.push(opt);
         self.simplify_ones();
+        Ok(())
+    }
+
+    fn apply_stage(&mut self) -> Result<(), OptError> {
+        self.staged = true;
+        if self.tile_stages().is_none() {
+            self.staged = false;
+            let why = "not a register-tiled matmul of two unmasked loads whose blocks split over the \
+                       workgroup and fit its memory";
+            return Err(OptError::Stage(why.into()));
+        }
         Ok(())
     }
 

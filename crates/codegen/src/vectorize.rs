@@ -13,7 +13,8 @@
 //! (a padded axis), odd sizes.
 //!
 //! Invariants: only buffer arguments (`DefineGlobal`, bound from their first element, so the base
-//! is aligned) of 32-bit elements, or f16 on a target with f16, are folded; a vector access
+//! is aligned) and workgroup arrays (`DefineLocal`) of 32-bit elements, or f16 on a target with
+//! f16, are folded; stores are folded where they are sources of the sink or of a `Barrier`; a vector access
 //! touches exactly the elements its scalar lanes touched, under the same gate; the output is a
 //! lowered graph in the sense of `LOWERED.md`.
 
@@ -75,7 +76,10 @@ fn access(u: &UOp, target: &Target) -> Option<(Key, i128)> {
     }
     let buf = &index.src()[0];
     let element = buf.dtype().base();
-    if buf.op() != Ops::DefineGlobal || index.dtype() != buf.dtype() || !vectorizable(element, target) {
+    if !matches!(buf.op(), Ops::DefineGlobal | Ops::DefineLocal)
+        || index.dtype() != buf.dtype()
+        || !vectorizable(element, target)
+    {
         return None;
     }
     let idx = &index.src()[1];
@@ -139,7 +143,8 @@ fn rebuild(sink: &UOp, runs: &[Run]) -> UOp {
                 let load = vectors.entry(r).or_insert_with(|| vector_access(&runs[r], &images));
                 load.gep(lane)
             }
-            _ if u.op() == Ops::Sink => {
+            // stores are the sources of the sink, or of a barrier (workgroup memory)
+            _ if matches!(u.op(), Ops::Sink | Ops::Barrier) => {
                 let mut stores = vec![];
                 for s in u.src() {
                     match member.get(s) {
@@ -148,7 +153,7 @@ fn rebuild(sink: &UOp, runs: &[Run]) -> UOp {
                         None => stores.push(images[s].clone()),
                     }
                 }
-                UOp::sink(stores)
+                u.with_src(stores)
             }
             _ => {
                 let src: Vec<UOp> = u.src().iter().map(|s| images[s].clone()).collect();

@@ -174,14 +174,14 @@ fn large_gemm_gets_an_8x8_register_tile_and_a_16x8_workgroup() {
 #[test]
 fn gemm_with_the_second_factor_contiguous_along_k_puts_the_workgroup_along_m() {
     // `x @ W.T`: W is (n, k) row-major, so neighbouring threads along n would read different
-    // rows of it; 4 threads along n, 32 along m
+    // rows of it; 4 threads along n, 32 along m, and both factors staged in workgroup memory
     let (m, n, k) = (4096, 4096, 4096);
     let a = load(1, strided(&[m, n, k], &[k, 0, 1], 0));
     let w = load(2, strided(&[m, n, k], &[0, k, 1], 0));
     let ast = store_ast(st(&[m, n, 1]), (a * w).reduce_axis(Ops::Add, &[2]));
     let tiled = optimized(&ast, big_gpu());
     let want = [(Upcast, 0, 8), (Upcast, 1, 8), (Unroll, 0, 8), (Local, 1, 4), (Local, 0, 32)];
-    assert_eq!(tiled.applied_opts(), opts(&want));
+    assert_eq!(tiled.applied_opts(), [opts(&want), vec![Opt::stage()]].concat());
     assert_eq!(tiled.describe(), "(16, 128 | 4, 32 | 512 | 8, 8 | 8) global/local/reduce/upcast/unroll");
 }
 

@@ -109,6 +109,29 @@ fn local_refusals() {
 }
 
 #[test]
+fn stage_takes_a_tiled_matmul_last_and_refuses_the_rest() {
+    let mut k = kernel(&matmul_ast(64, 64, 64));
+    for o in [opt(OptOps::Upcast, 0, 4), opt(OptOps::Upcast, 1, 4), opt(OptOps::Unroll, 0, 4)] {
+        k.apply_opt(o).unwrap();
+    }
+    assert!(matches!(err(&mut k, Opt::stage()), OptError::Stage(_)), "no workgroup yet");
+    k.apply_opt(opt(OptOps::Local, 1, 16)).unwrap();
+    k.apply_opt(opt(OptOps::Local, 0, 8)).unwrap();
+    k.apply_opt(Opt::stage()).unwrap();
+    assert_eq!(k.applied_opts().last(), Some(&Opt::stage()));
+    assert!(matches!(err(&mut k, opt(OptOps::Upcast, 0, 2)), OptError::Stage(_)), "STAGE is the last opt");
+    assert_eq!("Opt(op=STAGE)".parse::<Opt>(), Ok(Opt::stage()));
+    // a sum of one load, and a target without workgroup memory, have nothing to stage
+    let mut sum = kernel(&sum_ast(&[64, 256], &[1]));
+    sum.apply_opt(opt(OptOps::Local, 0, 16)).unwrap();
+    assert!(matches!(err(&mut sum, Opt::stage()), OptError::Stage(_)));
+    assert!(matches!(
+        err(&mut on(&matmul_ast(64, 64, 64), Target::no_locals()), Opt::stage()),
+        OptError::Stage(_)
+    ));
+}
+
+#[test]
 fn group_takes_the_inner_part_and_grouptop_the_outer() {
     let mut g = kernel(&sum_ast(&[4, 256], &[1]));
     g.apply_opt(opt(OptOps::Group, 0, 16)).unwrap();

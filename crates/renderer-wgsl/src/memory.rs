@@ -8,7 +8,9 @@
 //! has no pointer casts, so a buffer is declared `array<vecW<T>>` when every access of the
 //! kernel to it is `W` or more lanes wide (`W` the narrowest; plain 32-bit and native f16
 //! elements only), and an access of `w > W` lanes is put together from `w / W` array elements.
-//! A packed buffer is always scalar words: its vector accesses go lane by lane.
+//! A packed buffer is always scalar words: its vector accesses go lane by lane. Workgroup
+//! arrays are declared `array<vecW<T>, n / W>` when their widest access is `W` (2 or 4) lanes
+//! and no cooperative-matrix access uses them; narrower accesses go to `[i >> s][i & (W - 1)]`.
 //! A store into a packed buffer clears its lane with `atomicAnd` and sets it with `atomicOr`,
 //! so threads writing neighbouring elements of one word never race.
 
@@ -27,8 +29,9 @@ enum Place {
     /// A buffer argument: its name, element dtype, whether it is atomic words, and the lanes
     /// of one array element (`array<vecW<T>>` when `width > 1`).
     Global { name: String, dtype: DType, atomic: bool, width: u32 },
-    /// Workgroup memory (always scalars of the register type).
-    Local { name: String },
+    /// Workgroup memory: its name and the lanes of one array element (`array<vecW<T>>` when
+    /// `width > 1`; a narrower access goes to components).
+    Local { name: String, width: u32 },
 }
 
 /// One load or store: where, the index (counting accesses of `lanes` elements), the gate.
@@ -77,8 +80,9 @@ impl Writer<'_> {
         let size = u.dtype().ptr_size().filter(|_| u.dtype().addr_space() == Some(AddrSpace::Local));
         let size = size.ok_or(bad)?;
         let name = self.claim(&u.arg().to_string().replace('"', ""));
-        let ty = self.reg(u.dtype().base()).name();
-        self.module.push(format!("var<workgroup> {name}: array<{ty}, {size}>;"));
+        let width = self.local_width(u);
+        let ty = vector_type(self.reg(u.dtype().base()), width);
+        self.module.push(format!("var<workgroup> {name}: array<{ty}, {}>;", size / width as usize));
         self.name(u, name);
         Ok(())
     }
@@ -118,7 +122,7 @@ impl Writer<'_> {
                 }
                 Place::Global { name, dtype: arg.dtype, atomic: packed && arg.writable, width }
             }
-            Ops::DefineLocal => Place::Local { name },
+            Ops::DefineLocal => Place::Local { name, width: self.local_width(buf) },
             _ => return Err(bad("loads and stores go to a buffer or workgroup memory")),
         };
         Ok(Access { place, idx, known, gate, lanes })
@@ -130,7 +134,10 @@ impl Writer<'_> {
         let a = self.access(index, u)?;
         let ty = vector_type(self.reg(u.dtype()), a.lanes);
         let value = match &a.place {
-            Place::Local { name } => gather(&ty, a.lanes, |k| format!("{name}[{}]", a.part(a.lanes, k))),
+            Place::Local { name, width } if a.lanes == *width => format!("{name}[{}]", a.idx),
+            Place::Local { name, width } => {
+                gather(&ty, a.lanes, |k| local_element(name, *width, &a.part(a.lanes, k)))
+            }
             Place::Global { name, dtype, atomic, width } => match storage(*dtype, self.caps) {
                 Some(Storage::Packed { bits }) => {
                     let get = self.helpers.call(Helper::GetLane { bits });
@@ -172,9 +179,12 @@ impl Writer<'_> {
         let lane =
             |k: u32, n: u32| if a.lanes == 1 { value.clone() } else { format!("{value}.{}", swizzle(k, n)) };
         let statements = match &a.place {
-            Place::Local { name } => {
-                (0..a.lanes).map(|k| format!("{name}[{}] = {};", a.part(a.lanes, k), lane(k, 1))).collect()
+            Place::Local { name, width } if a.lanes == *width => {
+                vec![format!("{name}[{}] = {value};", a.idx)]
             }
+            Place::Local { name, width } => (0..a.lanes)
+                .map(|k| format!("{} = {};", local_element(name, *width, &a.part(a.lanes, k)), lane(k, 1)))
+                .collect(),
             Place::Global { name, dtype, atomic, width } => match storage(*dtype, self.caps) {
                 Some(Storage::Packed { bits }) if *atomic => {
                     let keep = self.helpers.call(Helper::KeepLane { bits });
@@ -226,6 +236,14 @@ fn gather(ty: &str, parts: u32, part: impl Fn(u32) -> String) -> String {
         return part(0);
     }
     format!("{ty}({})", (0..parts).map(part).collect::<Vec<_>>().join(", "))
+}
+
+/// Element `idx` of a workgroup array of `width`-lane vectors (a component when `width > 1`).
+fn local_element(name: &str, width: u32, idx: &str) -> String {
+    match width {
+        1 => format!("{name}[{idx}]"),
+        w => format!("{name}[({idx}) >> {}u][({idx}) & {}]", w.trailing_zeros(), w - 1),
+    }
 }
 
 /// The word holding element `idx` of a packed buffer of `bits`-bit elements.

@@ -91,6 +91,8 @@ pub(crate) struct Writer<'a> {
     flatten: bool,
     /// The lanes of one array element of each buffer slot declared as vectors.
     widths: BTreeMap<usize, u32>,
+    /// The lanes of one array element of each workgroup array declared as vectors.
+    local_widths: UOpMap<u32>,
 }
 
 impl<'a> Writer<'a> {
@@ -111,12 +113,18 @@ impl<'a> Writer<'a> {
             uses_coop: false,
             flatten,
             widths: vector_buffers(program, caps),
+            local_widths: vector_locals(program, caps),
         }
     }
 
     /// The lanes of one element of buffer `slot`'s array: 1, or `W` for `array<vecW<T>>`.
     pub(crate) fn buffer_width(&self, slot: usize) -> u32 {
         self.widths.get(&slot).copied().unwrap_or(1)
+    }
+
+    /// The lanes of one element of the workgroup array `local`: 1, or `W` for `array<vecW<T>>`.
+    pub(crate) fn local_width(&self, local: &UOp) -> u32 {
+        self.local_widths.get(local).copied().unwrap_or(1)
     }
 
     /// The register type of a dtype already checked (void, which holds no value, reads as bool).
@@ -447,6 +455,36 @@ fn vector_buffers(program: &Program, caps: &WgslCaps) -> BTreeMap<usize, u32> {
     // vec3 arrays have a 16-byte stride: only pairs and quads match the buffer's layout
     narrowest.retain(|slot, w| matches!(*w, 2 | 4) && plain(slot));
     narrowest
+}
+
+/// The workgroup arrays worth declaring as arrays of vectors: the widest access to them is 2 or
+/// 4 lanes and divides their size, no cooperative-matrix access reads or writes them, and their
+/// elements are plain 32-bit or native f16 registers. Narrower accesses go to vector components.
+fn vector_locals(program: &Program, caps: &WgslCaps) -> UOpMap<u32> {
+    let mut widest: UOpMap<u32> = UOpMap::default();
+    let mut refused = vec![];
+    for u in &program.uops {
+        let Some(ptr) = u.src().first().filter(|p| p.op() == Ops::Index) else { continue };
+        let buf = &ptr.src()[0];
+        if buf.op() != Ops::DefineLocal {
+            continue;
+        }
+        match u.op() {
+            Ops::Load | Ops::Store => {
+                let w = widest.entry(buf.clone()).or_insert(1);
+                *w = (*w).max(ptr.dtype().count());
+            }
+            _ => refused.push(buf.clone()),
+        }
+    }
+    let plain = |buf: &UOp| {
+        matches!(types::reg(buf.dtype().base(), caps), Some(Reg::F32 | Reg::I32 | Reg::U32 | Reg::F16))
+    };
+    let size = |buf: &UOp| buf.dtype().ptr_size().unwrap_or(0);
+    widest.retain(|buf, w| {
+        matches!(*w, 2 | 4) && size(buf) % *w as usize == 0 && plain(buf) && !refused.contains(buf)
+    });
+    widest
 }
 
 /// The entry point's builtin parameters, in order: name and declaration.

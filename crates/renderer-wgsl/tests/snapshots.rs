@@ -153,6 +153,30 @@ fn gemm_register_tile() {
 }
 
 #[test]
+fn gemm_register_tile_staged_in_workgroup_memory() {
+    // STAGE: each k step copies both factors' blocks (vector loads along k for A, along n for B)
+    // into workgroup arrays of vec4, k rows outer; the tile reads its lanes as whole vectors
+    let mode = OptMode::Given(vec![
+        Opt::new(OptOps::Upcast, 0, 4),
+        Opt::new(OptOps::Upcast, 1, 4),
+        Opt::new(OptOps::Unroll, 0, 4),
+        Opt::new(OptOps::Local, 1, 4),
+        Opt::new(OptOps::Local, 0, 2),
+        Opt::stage(),
+    ]);
+    let source = wgsl(&matmul_ast(32, 32, 8), mode, &FULL);
+    for part in [
+        "var<workgroup> tile_a: array<vec4<f32>, ",
+        "var<workgroup> tile_b: array<vec4<f32>, ",
+        "workgroupBarrier();",
+    ] {
+        assert!(source.contains(part), "{part} missing:\n{source}");
+    }
+    assert_eq!(source.matches("array<vec4<f32>>").count(), 3, "vector copies from every buffer:\n{source}");
+    insta::assert_snapshot!(source);
+}
+
+#[test]
 fn vector_fallbacks() {
     let up4 = OptMode::Given(vec![Opt::new(OptOps::Upcast, 0, 4)]);
     let shifted = |by: i64| load(1, strided(&[64], &[1], by));

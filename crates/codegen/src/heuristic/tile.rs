@@ -6,7 +6,9 @@
 //! load broadcasts, and an `n` axis, which the first load broadcasts), so every value loaded
 //! is used `un` or `um` times from registers; the reduce's last axis is unrolled; the
 //! workgroup puts neighbouring `n` tiles on neighbouring threads (the first LOCAL is the
-//! fastest-varying thread id), then `m` tiles. The tile shrinks while it would leave fewer
+//! fastest-varying thread id), then `m` tiles; when the second load is contiguous along the
+//! reduce (`x @ W.T`), mostly `m` tiles, and both factors are staged in workgroup memory
+//! (STAGE, `tile_stage.rs`). The tile shrinks while it would leave fewer
 //! threads than half the target's `parallelism`. Measured on an H200 (scalar loads): a 4096^3
 //! f32 GEMM runs at 19.9-20.9 TFLOP/s with the 8x8 tile, a 16x8 workgroup and k unrolled by 8,
 //! against 7.1 with tinygrad's 4x4 rules; 1024^3 at 14.2 with a 4x4 tile (an 8x8 one leaves 64
@@ -29,7 +31,8 @@ const AXIS_THREADS: usize = 16;
 /// Most workgroup threads along `n` and along `m` when the second load is contiguous along the
 /// reduce (`x @ W.T`): neighbouring `n` threads then read different rows of it, each its own
 /// cache line, so the workgroup goes along `m` instead (an H100's 4096^3 `x @ W.T`: 18.5-18.6
-/// TFLOP/s with 4 threads along `n` and 32 along `m`, 12.3 with 16 and 8).
+/// TFLOP/s with 4 threads along `n` and 32 along `m`, 12.3 with 16 and 8), and the factors are
+/// staged in workgroup memory (STAGE: 27.5).
 const THREADS_ALONG_K: (usize, usize) = (4, 32);
 
 /// Gives a matmul-shaped kernel a register tile; says whether it did. Output axes that no
@@ -132,6 +135,10 @@ fn apply(k: &mut Kernel, plan: &Plan, (m, um, n, un): (usize, usize, usize, usiz
     };
     let caps: Vec<usize> = order.iter().map(|&a| cap(a)).collect();
     workgroup(&mut tiled, &order, &caps, &remaining);
+    if plan.threads == THREADS_ALONG_K {
+        // the factor read along k goes through workgroup memory, copied along its rows
+        let _ = tiled.apply_opt(crate::Opt::stage());
+    }
     *k = tiled;
     true
 }

@@ -26,7 +26,7 @@ const TABLE: [(OptOps, &[usize], usize); 6] = [
 ];
 
 /// Every action a search tries, in tinygrad's order: the table, two extra LOCALs, the SWAPs
-/// of the first five global axes, and NOLOCALS.
+/// of the first five global axes, and NOLOCALS; then STAGE (wgrad's own).
 pub static ACTIONS: LazyLock<Vec<Opt>> = LazyLock::new(|| {
     let mut actions: Vec<Opt> = TABLE
         .iter()
@@ -37,6 +37,7 @@ pub static ACTIONS: LazyLock<Vec<Opt>> = LazyLock::new(|| {
     actions.extend([Opt::new(OptOps::Local, 0, 32), Opt::new(OptOps::Local, 6, 2)]);
     actions.extend((0..5).flat_map(|a| (a + 1..5).map(move |b| Opt::new(OptOps::Swap, a, b))));
     actions.push(Opt::nolocals());
+    actions.push(Opt::stage());
     actions
 });
 
