@@ -42,36 +42,19 @@ fn normalized(norm: &LayerNorm, x: &Tensor, dtype: DType) -> TensorResult<Tensor
     Ok(norm.forward(&x.float())?.cast(dtype))
 }
 
-/// Rows of input from which a float32 [`Dense`] multiplies by its transposed copy.
-const ROWS_FOR_COPY: usize = 64;
-
-/// A linear layer, `x @ weight.T + bias`. In float32 it also keeps the weight transposed, `(in,
-/// out)` contiguous, for inputs of [`ROWS_FOR_COPY`] rows or more: the register-tiled matmul
-/// reads its second factor along the output axis, where neighbouring threads' loads then stay
-/// together. On an H100, MiniLM's `(16384, 384) @ (384, 1536)` ran at 27.3 TFLOP/s this way
-/// against 12.2 through the checkpoint's layout transposed on the fly. Fewer rows have no
-/// register tile: a reduce along the checkpoint's contiguous rows is faster (16 rows: 2-12x).
-/// In float16 the tensor-core tiles load either layout, and the copy measured 6% slower on the
-/// first MLP matmul, so there is none (docs/PERFORMANCE.md).
+/// A linear layer, `x @ weight.T + bias`, with the weight `(out, in)` as the checkpoint has it
+/// (the matmul stages its tiles in workgroup memory: on an H100 MiniLM's float32 batch ran as
+/// fast as through a transposed contiguous copy, 17.46-17.51 against 17.36-17.37 ms of kernels,
+/// docs/PERFORMANCE.md).
 struct Dense {
-    /// `(out, in)`, as the checkpoint has it.
     weight: Tensor,
-    /// `(in, out)` contiguous: float32 only.
-    weight_t: Option<Tensor>,
     bias: Tensor,
 }
 
 impl Dense {
     /// The layer of `weight` `(out, in)` and `bias` `(out,)`.
-    fn new(weight: Tensor, bias: Tensor) -> Result<Dense> {
-        let weight_t = if weight.dtype() == DType::F32 {
-            let t = weight.t()?.contiguous();
-            t.realize()?;
-            Some(t)
-        } else {
-            None
-        };
-        Ok(Dense { weight, weight_t, bias })
+    fn new(weight: Tensor, bias: Tensor) -> Dense {
+        Dense { weight, bias }
     }
 
     /// The checkpoint's `name.weight` `(out, in)` and `name.bias`.
@@ -83,16 +66,12 @@ impl Dense {
         dtype: DType,
     ) -> Result<Dense> {
         let (weight, bias) = weights.linear(name, out_features, in_features, dtype)?;
-        Dense::new(weight, bias)
+        Ok(Dense::new(weight, bias))
     }
 
     /// `x @ weight.T + bias` over the last axis of `x`.
     fn forward(&self, x: &Tensor) -> TensorResult<Tensor> {
-        let rows: usize = x.shape().split_last().map_or(1, |(_, rows)| rows.iter().product());
-        match &self.weight_t {
-            Some(t) if rows >= ROWS_FOR_COPY => x.linear(t, Some(&self.bias)),
-            _ => x.linear(&self.weight.t()?, Some(&self.bias)),
-        }
+        x.linear(&self.weight.t()?, Some(&self.bias))
     }
 }
 
@@ -121,7 +100,7 @@ impl BertLayer {
             Ok(t)
         };
         Ok(BertLayer {
-            qkv: Dense::new(cat(|(w, _)| w)?, cat(|(_, b)| b)?)?,
+            qkv: Dense::new(cat(|(w, _)| w)?, cat(|(_, b)| b)?),
             attention_output: Dense::load(weights, &format!("{p}.attention.output.dense"), h, h, dtype)?,
             attention_norm: layer_norm(weights, &format!("{p}.attention.output.LayerNorm"), config)?,
             intermediate: Dense::load(weights, &format!("{p}.intermediate.dense"), f, h, dtype)?,
