@@ -10,6 +10,9 @@ use wgrad_ops::{Arg, CoopRole, Ops, UOp, coop_side};
 
 use crate::RenderError;
 use crate::types::Reg;
+
+/// The directive a shader that uses cooperative matrices begins with.
+pub const COOPERATIVE_MATRIX_ENABLE: &str = "enable wgpu_cooperative_matrix;";
 use crate::writer::Writer;
 
 impl Writer<'_> {

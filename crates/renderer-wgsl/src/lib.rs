@@ -30,6 +30,7 @@ mod types;
 mod validate;
 mod writer;
 
+pub use coop::COOPERATIVE_MATRIX_ENABLE;
 pub use error::RenderError;
 pub use shader::{Binding, Wgsl, WgslCaps};
 pub use types::buffer_bytes;

@@ -374,7 +374,8 @@ impl<'a> Writer<'a> {
             head.push_str("enable f16;\n");
         }
         if self.uses_coop {
-            head.push_str("enable wgpu_cooperative_matrix;\n");
+            head.push_str(crate::COOPERATIVE_MATRIX_ENABLE);
+            head.push('\n');
         }
         if self.uses_f16 || self.uses_coop {
             head.push('\n');
