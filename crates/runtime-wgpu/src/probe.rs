@@ -3,8 +3,10 @@
 //! (`round_f16`, nearest even, as the interpreter and the host do) unless the device is known
 //! to round that way itself. A probe kernel converts values chosen to tell the rounding modes
 //! apart (ties with even and odd neighbours, their neighbours, f16 subnormals and their ties,
-//! the overflow boundary, signed zeros, infinities) and a spread of others; the device rounds
-//! natively only if every result matches the host's bits (any NaN for a NaN).
+//! the overflow boundary, signed zeros, infinities) and a spread of others, both into an f16
+//! buffer and back to f32 in registers (`f32(f16(x))`, which a compiler must not fold away: a
+//! cast to half keeps its rounding when its value is used in the same kernel); the device
+//! rounds natively only if every result matches the host's bits (any NaN for a NaN).
 
 use wgrad_dtype::{ConstValue, DType};
 
@@ -15,9 +17,13 @@ use crate::error::Result;
 const PROBE: &str = "enable f16;
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> y: array<f16>;
+@group(0) @binding(2) var<storage, read_write> z: array<f32>;
 @compute @workgroup_size(64)
 fn probe(@builtin(global_invocation_id) id: vec3<u32>) {
-  if (id.x < arrayLength(&x)) { y[id.x] = f16(x[id.x]); }
+  if (id.x < arrayLength(&x)) {
+    y[id.x] = f16(x[id.x]);
+    z[id.x] = f32(f16(x[id.x]));
+  }
 }";
 
 /// The f16 value of `bits`, as an f64.
@@ -70,27 +76,30 @@ impl Device {
         let values = probe_values();
         let pipeline = self.pipeline_uncached(PROBE, "probe")?;
         let bytes = (values.len() * 2) as u64;
-        let storage = |usage| wgpu::BufferDescriptor {
+        let storage = |size, usage| wgpu::BufferDescriptor {
             label: Some("f16 probe"),
-            size: bytes,
+            size,
             usage,
             mapped_at_creation: false,
         };
+        let outputs = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
         let input = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("f16 probe"),
             contents: bytemuck::cast_slice(&values),
             usage: wgpu::BufferUsages::STORAGE,
         });
-        let output =
-            self.device.create_buffer(&storage(wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC));
-        let readback =
-            self.device.create_buffer(&storage(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST));
+        let output = self.device.create_buffer(&storage(bytes, outputs));
+        let round_trip = self.device.create_buffer(&storage(2 * bytes, outputs));
+        let readback = self
+            .device
+            .create_buffer(&storage(3 * bytes, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST));
         let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("f16 probe"),
             layout: pipeline.layout(),
             entries: &[
                 wgpu::BindGroupEntry { binding: 0, resource: input.as_entire_binding() },
                 wgpu::BindGroupEntry { binding: 1, resource: output.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 2, resource: round_trip.as_entire_binding() },
             ],
         });
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
@@ -101,15 +110,22 @@ impl Device {
             pass.dispatch_workgroups(values.len().div_ceil(64) as u32, 1, 1);
         }
         encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, bytes);
+        encoder.copy_buffer_to_buffer(&round_trip, 0, &readback, bytes, 2 * bytes);
         self.submit_commands([encoder.finish()], "the f16 rounding probe")?;
-        let got = self.map_and_copy(&readback, bytes, 0, bytes)?;
-        Ok(values.iter().zip(got.chunks_exact(2)).all(|(&v, pair)| {
-            let bits = u16::from_le_bytes([pair[0], pair[1]]);
-            let want = nearest_even(v);
-            // a NaN may come back with any payload
-            let nan = |b: u16| b & 0x7c00 == 0x7c00 && b & 0x03ff != 0;
-            bits == want || (nan(bits) && nan(want))
-        }))
+        let got = self.map_and_copy(&readback, 3 * bytes, 0, 3 * bytes)?;
+        let (stored, widened) = got.split_at(bytes as usize);
+        // a NaN may come back with any payload
+        let nan = |b: u16| b & 0x7c00 == 0x7c00 && b & 0x03ff != 0;
+        Ok(values.iter().zip(stored.chunks_exact(2)).zip(widened.chunks_exact(4)).all(
+            |((&v, pair), quad)| {
+                let bits = u16::from_le_bytes([pair[0], pair[1]]);
+                let back = f32::from_le_bytes([quad[0], quad[1], quad[2], quad[3]]);
+                let want = nearest_even(v);
+                let want_back = half(want) as f32;
+                (bits == want || (nan(bits) && nan(want)))
+                    && (back.to_bits() == want_back.to_bits() || (back.is_nan() && want_back.is_nan()))
+            },
+        ))
     }
 }
 

@@ -81,4 +81,16 @@ fn f16_rounding_is_probed_and_kernels_cast_like_the_host() {
     let got = device.read_as::<u16>(&output).unwrap();
     let want: Vec<u16> = ties.iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
     assert_eq!(got, want, "native rounding: {native}");
+    // a cast to half keeps its rounding when the value goes on in f32 within the kernel
+    let widened = device.alloc_elements(DType::F32, ties.len()).unwrap();
+    let round_trip = x.cast(DType::F16).cast(DType::F32);
+    let ast = UOp::sink([UOp::store([UOp::define_global(DType::F32, 0), st(), round_trip])]);
+    let (_, program) = wgrad_codegen::compile(&ast, &device.target(), &OptMode::NoOpt, "round_trip").unwrap();
+    let gpu = device.compile(&program).unwrap();
+    let mut batch = device.batch();
+    device.launch(&mut batch, &gpu, &[&widened, &input], &[]).unwrap();
+    device.submit(batch).unwrap();
+    let got = device.read_as::<f32>(&widened).unwrap();
+    let want: Vec<f32> = ties.iter().map(|&v| half::f16::from_f32(v).to_f32()).collect();
+    assert_eq!(got, want, "native rounding: {native}");
 }
