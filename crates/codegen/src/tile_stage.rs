@@ -10,7 +10,7 @@
 //! blocks split evenly over the threads and fit the target's workgroup memory, once the STAGE
 //! opt asked for it (the last opt: later ones are refused, so the kernel stays stageable).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use wgrad_dtype::{AddrSpace, DType};
 use wgrad_ops::{Arg, Ops, UOp};
@@ -30,8 +30,9 @@ pub(crate) struct TileStage {
     pub(crate) dtype: DType,
     /// The kernel axes of the block, in the factor's memory order (its contiguous axis last).
     pub(crate) copy: Vec<usize>,
-    /// Each block axis's step in workgroup memory.
-    pub(crate) strides: HashMap<usize, i64>,
+    /// Each block axis's step in workgroup memory (ordered: the index it builds is the same in
+    /// every process).
+    pub(crate) strides: BTreeMap<usize, i64>,
     /// Elements of workgroup memory the block takes (padding included).
     pub(crate) size: i64,
     /// Elements a thread copies with one access.
@@ -82,7 +83,7 @@ impl Kernel {
         let (outputs, reduces): (Vec<usize>, Vec<usize>) = block.iter().partition(|&&a| full[a] == output[a]);
         let row: i64 = outputs.iter().map(|&a| size(a)).product();
         let row_stride = if reduces.is_empty() { row } else { row + ROW_PAD };
-        let mut layout = HashMap::new();
+        let mut layout = BTreeMap::new();
         let mut step = 1;
         for &a in outputs.iter().rev() {
             layout.insert(a, step);
@@ -112,7 +113,7 @@ impl Kernel {
 pub(crate) struct Staged {
     local: UOp,
     after: UOp,
-    strides: HashMap<usize, i64>,
+    strides: BTreeMap<usize, i64>,
 }
 
 impl Staged {
