@@ -36,8 +36,9 @@ pub const ADAPTER_ENV: &str = "WGRAD_ADAPTER";
 /// adapter has them (to compare, or to work around a driver).
 pub const COOP_ENV: &str = "WGRAD_COOPERATIVE_MATRIX";
 
-/// Set to `1` to keep wgpu's runtime checks in every shader (index clamping), which wgrad
-/// drops by default: its kernels gate their own accesses (a debugging aid, like a sanitizer).
+/// Set to `1` to keep wgpu's runtime checks in every shader, which wgrad relaxes by default:
+/// index clamping (its kernels gate their own accesses) and, in cooperative-matrix shaders,
+/// loop bounding (its loops are bounded ranges). A debugging aid, like a sanitizer.
 pub const SHADER_CHECKS_ENV: &str = "WGRAD_SHADER_CHECKS";
 
 /// Errors recorded outside of error scopes.
