@@ -14,9 +14,9 @@
 //!
 //! Invariants: only buffer arguments (`DefineGlobal`, bound from their first element, so the base
 //! is aligned) and workgroup arrays (`DefineLocal`) of 32-bit elements, or f16 on a target with
-//! f16, are folded; stores are folded where they are sources of the sink or of a `Barrier`; a vector access
-//! touches exactly the elements its scalar lanes touched, under the same gate; the output is a
-//! lowered graph in the sense of `LOWERED.md`.
+//! f16, are folded; stores are folded where they are sources of the sink or of a `Barrier`; a
+//! vector access touches exactly the elements its scalar lanes touched, under the same gate;
+//! the output is a lowered graph in the sense of `LOWERED.md`.
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -10,10 +10,10 @@ use wgrad_ops::{Arg, CoopRole, Ops, UOp, coop_side};
 
 use crate::RenderError;
 use crate::types::Reg;
+use crate::writer::Writer;
 
 /// The directive a shader that uses cooperative matrices begins with.
 pub const COOPERATIVE_MATRIX_ENABLE: &str = "enable wgpu_cooperative_matrix;";
-use crate::writer::Writer;
 
 impl Writer<'_> {
     /// The WGSL type of a tile of `u`'s dtype in `role`.

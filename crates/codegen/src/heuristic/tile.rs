@@ -72,8 +72,8 @@ struct Plan {
     outputs: usize,
     /// Fewest threads a tile may leave.
     min_threads: usize,
-    /// Most workgroup threads along the `n` axis and along the `m` axis.
-    threads: (usize, usize),
+    /// Whether the second load is contiguous along the reduce (`x @ W.T`).
+    along_k: bool,
 }
 
 impl Plan {
@@ -91,8 +91,7 @@ impl Plan {
         let outputs = sizes[..fr].iter().product();
         let min_threads = k.target().parallelism / 2;
         let along_k = sb.get(fu - 1) == Some(&Some(1));
-        let threads = if along_k { THREADS_ALONG_K } else { (AXIS_THREADS, AXIS_THREADS) };
-        (!ms.is_empty() && !ns.is_empty()).then_some(Plan { sizes, ms, ns, outputs, min_threads, threads })
+        (!ms.is_empty() && !ns.is_empty()).then_some(Plan { sizes, ms, ns, outputs, min_threads, along_k })
     }
 
     /// The same axes with the sizes of `k` (after a PADTO).
@@ -128,14 +127,15 @@ fn apply(k: &mut Kernel, plan: &Plan, (m, um, n, un): (usize, usize, usize, usiz
     remaining[n] /= un;
     let others = (0..fr).rev().filter(|&i| i != m && i != n);
     let order: Vec<usize> = [n, m].into_iter().chain(others).collect();
+    let (n_threads, m_threads) = if plan.along_k { THREADS_ALONG_K } else { (AXIS_THREADS, AXIS_THREADS) };
     let cap = |a: usize| match a {
-        _ if a == n => plan.threads.0,
-        _ if a == m => plan.threads.1,
+        _ if a == n => n_threads,
+        _ if a == m => m_threads,
         _ => AXIS_THREADS,
     };
     let caps: Vec<usize> = order.iter().map(|&a| cap(a)).collect();
     workgroup(&mut tiled, &order, &caps, &remaining);
-    if plan.threads == THREADS_ALONG_K {
+    if plan.along_k {
         // the factor read along k goes through workgroup memory, copied along its rows
         let _ = tiled.apply_opt(crate::Opt::stage());
     }

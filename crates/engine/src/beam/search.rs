@@ -6,8 +6,8 @@
 //! device source is one already timed, then times the rest one by one and keeps the
 //! `width` fastest. A candidate's time is the fastest of [`RUNS`] back-to-back runs (one
 //! submission) after an uncounted one, each on at most [`SAMPLE_WORKGROUPS`] workgroups and
-//! scaled to the whole grid; an uncounted run slower than three times the best so far ends it. The search stops when a
-//! round gains less than [`MIN_PROGRESS`]. The winner is then timed against the default
+//! scaled to the whole grid; an uncounted run slower than three times the best so far ends
+//! it. The search stops when a round gains less than [`MIN_PROGRESS`]. The winner is then timed against the default
 //! opts on the whole grid (tinygrad's `BEAM_COMPARE`), and kept only if faster and if its
 //! results match the default opts' on the same random inputs.
 
