@@ -65,7 +65,7 @@ impl Writer<'_> {
     /// or bf16 when `to` is one.
     pub(crate) fn fit_float(&mut self, to: DType, f32_value: String) -> String {
         match (to.scalar(), self.reg(to)) {
-            (ScalarType::Float16, Reg::F16) if self.caps.f16_rounds_to_nearest_even => {
+            (ScalarType::Float16, Reg::F16) if self.native_f16 => {
                 format!("f16({f32_value})")
             }
             (ScalarType::Float16, Reg::F16) => {

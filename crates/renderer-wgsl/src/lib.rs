@@ -32,7 +32,7 @@ mod writer;
 
 pub use coop::COOPERATIVE_MATRIX_ENABLE;
 pub use error::RenderError;
-pub use shader::{Binding, Wgsl, WgslCaps};
+pub use shader::{Binding, F16Rounding, Wgsl, WgslCaps};
 pub use types::buffer_bytes;
 pub use validate::validate;
 pub use writer::render;

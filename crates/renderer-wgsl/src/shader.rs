@@ -13,12 +13,26 @@ pub struct WgslCaps {
     /// Subgroup builtins and operations work (wgpu's `SUBGROUP`); without it a kernel that
     /// combines values in subgroups is refused.
     pub subgroups: bool,
-    /// `f16(x)` of an f32 rounds to the nearest even f16 on this device (WGSL lets it pick
-    /// either neighbour; the runtime probes it): f16 results convert natively instead of
-    /// through the `round_f16` helper.
-    pub f16_rounds_to_nearest_even: bool,
+    /// Where `f16(x)` of an f32 is known to round to the nearest even f16 on this device (WGSL
+    /// lets it pick either neighbour; the runtime probes it): there f16 results convert
+    /// natively instead of through the `round_f16` helper.
+    pub f16_rounding: F16Rounding,
     /// The largest workgroup count per dispatch dimension; larger grids are flattened.
     pub max_workgroups_per_dim: u32,
+}
+
+/// Where a native `f16(x)` of an f32 rounds to the nearest even f16, as the host does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum F16Rounding {
+    /// Nowhere known: every f16 result rounds through the `round_f16` helper.
+    #[default]
+    Software,
+    /// In a value stored straight into a storage buffer. A compiler may fold `f32(f16(x))` to
+    /// `x`, so a result used on in registers still rounds through the helper (an NVIDIA
+    /// driver does this).
+    Stores,
+    /// Everywhere.
+    Native,
 }
 
 /// A rendered kernel.

@@ -12,7 +12,7 @@ use std::fmt::Write;
 
 use wgrad_codegen::{BufferArg, Program};
 use wgrad_dtype::{ConstValue, DType};
-use wgrad_ops::{Arg, GroupOp, NUM_SUBGROUPS, Ops, SUBGROUP_ID, SUBGROUP_LANE, UOp, UOpMap, bitcast};
+use wgrad_ops::{Arg, GroupOp, NUM_SUBGROUPS, Ops, SUBGROUP_ID, SUBGROUP_LANE, UOp, UOpMap, UOpSet, bitcast};
 
 use crate::alu::Value;
 use crate::helpers::{Helper, Helpers};
@@ -20,7 +20,7 @@ use crate::literal::literal;
 use crate::memory::vector_type;
 use crate::names::Namer;
 use crate::types::{self, Reg, Storage};
-use crate::{Binding, RenderError, Wgsl, WgslCaps};
+use crate::{Binding, F16Rounding, RenderError, Wgsl, WgslCaps};
 
 /// Renders `program` as a WGSL compute shader for an adapter with `caps`.
 pub fn render(program: &Program, caps: &WgslCaps) -> Result<Wgsl, RenderError> {
@@ -93,6 +93,10 @@ pub(crate) struct Writer<'a> {
     widths: BTreeMap<usize, u32>,
     /// The lanes of one array element of each workgroup array declared as vectors.
     local_widths: UOpMap<u32>,
+    /// The uops whose every use stores them (or a vector of them) into a storage buffer.
+    stored: UOpSet,
+    /// Whether the uop being rendered may convert to f16 natively (see [`F16Rounding`]).
+    pub(crate) native_f16: bool,
 }
 
 impl<'a> Writer<'a> {
@@ -114,6 +118,8 @@ impl<'a> Writer<'a> {
             flatten,
             widths: vector_buffers(program, caps),
             local_widths: vector_locals(program, caps),
+            stored: only_stored(program),
+            native_f16: false,
         }
     }
 
@@ -197,6 +203,11 @@ impl<'a> Writer<'a> {
             return Err(unsupported("WGSL vectors have at most 4 lanes"));
         }
         self.uses_f16 |= self.reg(u.dtype().base()) == Reg::F16;
+        self.native_f16 = match self.caps.f16_rounding {
+            F16Rounding::Native => true,
+            F16Rounding::Stores => self.stored.contains(u),
+            F16Rounding::Software => false,
+        };
         match u.op() {
             Ops::Const => {
                 let value = u.arg().as_const().ok_or(unsupported("a constant without a value"))?;
@@ -461,6 +472,41 @@ fn vector_buffers(program: &Program, caps: &WgslCaps) -> BTreeMap<usize, u32> {
 /// The workgroup arrays worth declaring as arrays of vectors: the widest access to them is 2 or
 /// 4 lanes and divides their size, no cooperative-matrix access reads or writes them, and their
 /// elements are plain 32-bit or native f16 registers. Narrower accesses go to vector components.
+/// The uops of `program` whose every use is a store of them into a storage buffer (as its
+/// value), or a vector of lanes that is: a native `f16(x)` there reaches memory as it
+/// rounded, with nothing in between that a compiler could fold.
+fn only_stored(program: &Program) -> UOpSet {
+    let mut users: UOpMap<Vec<&UOp>> = UOpMap::default();
+    for u in &program.uops {
+        for s in u.src() {
+            users.entry(s.clone()).or_default().push(u);
+        }
+    }
+    let into_global = |store: &UOp| {
+        store
+            .src()
+            .first()
+            .filter(|p| p.op() == Ops::Index)
+            .is_some_and(|p| p.src()[0].op() == Ops::DefineGlobal)
+    };
+    let mut stored = UOpSet::default();
+    for u in program.uops.iter().rev() {
+        let stores = |v: &&UOp| match v.op() {
+            Ops::Store => {
+                into_global(v)
+                    && v.src().last() == Some(u)
+                    && v.src()[..v.src().len() - 1].iter().all(|s| s != u)
+            }
+            Ops::Vectorize => stored.contains(*v),
+            _ => false,
+        };
+        if users.get(u).is_some_and(|vs| vs.iter().all(stores)) {
+            stored.insert(u.clone());
+        }
+    }
+    stored
+}
+
 fn vector_locals(program: &Program, caps: &WgslCaps) -> UOpMap<u32> {
     let mut widest: UOpMap<u32> = UOpMap::default();
     let mut refused = vec![];

@@ -8,7 +8,7 @@ use common::*;
 use wgrad_codegen::{Opt, OptMode, OptOps, Target, TensorCoreShape, compile};
 use wgrad_dtype::DType;
 use wgrad_ops::{Ops, UOp};
-use wgrad_renderer_wgsl::{WgslCaps, render};
+use wgrad_renderer_wgsl::{F16Rounding, WgslCaps, render};
 use wgrad_shape::{ShapeTracker, Sint, Variable, View};
 
 /// The rendered source, after checking that it validates.
@@ -282,8 +282,29 @@ fn f16_results_convert_natively_where_the_device_rounds_to_nearest_even() {
     let ast = store_ast(st(&[64]), (load(1, st(&[64])) * 0.5f32).cast(DType::F16));
     let software = wgsl(&ast, OptMode::NoOpt, &FULL);
     assert!(software.contains("f16(round_f16("), "{software}");
-    let native = wgsl(&ast, OptMode::NoOpt, &WgslCaps { f16_rounds_to_nearest_even: true, ..FULL });
-    assert!(native.contains("f16(alu0)") && !native.contains("round_f16"), "{native}");
+    for rounding in [F16Rounding::Native, F16Rounding::Stores] {
+        let native = wgsl(&ast, OptMode::NoOpt, &WgslCaps { f16_rounding: rounding, ..FULL });
+        assert!(native.contains("f16(alu0)") && !native.contains("round_f16"), "{native}");
+    }
+}
+
+#[test]
+fn f16_results_used_in_registers_round_in_software_where_only_stores_round() {
+    // the half goes on in f32 (a compiler may fold `f32(f16(x))`), and is stored as well
+    let half = (load(1, st(&[64])) * 0.5f32).cast(DType::F16);
+    let ast = UOp::sink([
+        UOp::store([UOp::define_global(DType::F32, 0), UOp::view(st(&[64])), half.cast(DType::F32) + 1.0f32]),
+        UOp::store([UOp::define_global(DType::F16, 2), UOp::view(st(&[64])), half]),
+    ]);
+    let stores = WgslCaps { f16_rounding: F16Rounding::Stores, ..FULL };
+    let source = wgsl(&ast, OptMode::NoOpt, &stores);
+    assert!(source.contains("f16(round_f16("), "{source}");
+    let native = wgsl(&ast, OptMode::NoOpt, &WgslCaps { f16_rounding: F16Rounding::Native, ..FULL });
+    assert!(!native.contains("round_f16"), "{native}");
+    // four lanes stored as one vector still convert natively
+    let ast = store_ast(st(&[64]), (load(1, st(&[64])) * 0.5f32).cast(DType::F16));
+    let vectors = wgsl(&ast, OptMode::Given(vec![Opt::new(OptOps::Upcast, 0, 4)]), &stores);
+    assert!(vectors.contains("vec4<f16>(") && !vectors.contains("round_f16"), "{vectors}");
 }
 
 #[test]

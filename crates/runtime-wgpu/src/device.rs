@@ -28,6 +28,7 @@ use crate::pool::{BufferPool, MemoryStats};
 use crate::submit::Stream;
 use crate::transfer::BELT_CHUNK;
 use wgrad_codegen::TensorCoreShape;
+use wgrad_renderer_wgsl::F16Rounding;
 
 /// Environment variable naming the adapter to use (case-insensitive name substring).
 pub const ADAPTER_ENV: &str = "WGRAD_ADAPTER";
@@ -66,8 +67,8 @@ pub struct Device {
     /// The command stream not submitted yet, and the staging belt (see `submit.rs`).
     pub(crate) stream: Mutex<Stream>,
     health: Arc<Health>,
-    /// Whether `f16(x)` rounds to the nearest even f16, probed at open (see `probe.rs`).
-    f16_rne: bool,
+    /// Where `f16(x)` rounds to the nearest even f16, probed at open (see `probe.rs`).
+    f16_rounding: F16Rounding,
     /// Whether shaders keep wgpu's runtime checks ([`SHADER_CHECKS_ENV`]).
     checked_shaders: bool,
     /// Lists the device for the exit handler's wait (see `exit.rs`).
@@ -183,20 +184,23 @@ impl Device {
             var_buffers: Mutex::default(),
             stream: Mutex::new(Stream::new(&device, BELT_CHUNK)),
             health,
-            f16_rne: false,
+            f16_rounding: F16Rounding::Software,
             checked_shaders: std::env::var(SHADER_CHECKS_ENV).is_ok_and(|v| v == "1"),
             _exit: wait_at_exit(&device),
             device,
             queue,
         };
-        opened.f16_rne = opened.features().f16 && opened.probe_f16_rounding().unwrap_or(false);
+        if opened.features().f16 {
+            opened.f16_rounding = opened.probe_f16_rounding().unwrap_or_default();
+        }
         Ok(opened)
     }
 
-    /// Whether `f16(x)` rounds every value of the f16 probe (`probe.rs`) to the nearest even
-    /// f16, as the host does; probed when the device opened. No f16, or a failed probe, is no.
-    pub fn f16_rounds_to_nearest_even(&self) -> bool {
-        self.f16_rne
+    /// Where `f16(x)` rounds every value of the f16 probe (`probe.rs`) to the nearest even
+    /// f16, as the host does; probed when the device opened. No f16, or a failed probe, is
+    /// nowhere ([`F16Rounding::Software`]).
+    pub fn f16_rounding(&self) -> F16Rounding {
+        self.f16_rounding
     }
 
     /// Who the adapter is.

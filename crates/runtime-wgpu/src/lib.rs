@@ -59,3 +59,4 @@ pub use pool::{MemoryStats, bucket_size};
 pub use program::GpuProgram;
 pub use submit::MAX_PENDING;
 pub use wgpu;
+pub use wgrad_renderer_wgsl::F16Rounding;

@@ -5,10 +5,13 @@
 //! apart (ties with even and odd neighbours, their neighbours, f16 subnormals and their ties,
 //! the overflow boundary, signed zeros, infinities) and a spread of others, both into an f16
 //! buffer and back to f32 in registers (`f32(f16(x))`, which a compiler must not fold away: a
-//! cast to half keeps its rounding when its value is used in the same kernel); the device
-//! rounds natively only if every result matches the host's bits (any NaN for a NaN).
+//! cast to half keeps its rounding when its value is used in the same kernel). Where every
+//! stored result matches the host's bits (any NaN for a NaN), stores convert natively; where
+//! every round trip does too, so does every f16 result. An H100's driver rounds the stores and
+//! folds the round trip.
 
 use wgrad_dtype::{ConstValue, DType};
+use wgrad_renderer_wgsl::F16Rounding;
 
 use crate::device::Device;
 use crate::error::Result;
@@ -71,7 +74,7 @@ impl Device {
     /// Runs the probe on buffers, a bind group and a command buffer of its own, outside the
     /// pool, the bind-group cache and the command stream, so that opening a device leaves
     /// their counters at zero.
-    pub(crate) fn probe_f16_rounding(&self) -> Result<bool> {
+    pub(crate) fn probe_f16_rounding(&self) -> Result<F16Rounding> {
         use wgpu::util::DeviceExt;
         let values = probe_values();
         let pipeline = self.pipeline_uncached(PROBE, "probe")?;
@@ -116,16 +119,20 @@ impl Device {
         let (stored, widened) = got.split_at(bytes as usize);
         // a NaN may come back with any payload
         let nan = |b: u16| b & 0x7c00 == 0x7c00 && b & 0x03ff != 0;
-        Ok(values.iter().zip(stored.chunks_exact(2)).zip(widened.chunks_exact(4)).all(
-            |((&v, pair), quad)| {
-                let bits = u16::from_le_bytes([pair[0], pair[1]]);
-                let back = f32::from_le_bytes([quad[0], quad[1], quad[2], quad[3]]);
-                let want = nearest_even(v);
-                let want_back = half(want) as f32;
-                (bits == want || (nan(bits) && nan(want)))
-                    && (back.to_bits() == want_back.to_bits() || (back.is_nan() && want_back.is_nan()))
-            },
-        ))
+        let stores = values.iter().zip(stored.chunks_exact(2)).all(|(&v, pair)| {
+            let (bits, want) = (u16::from_le_bytes([pair[0], pair[1]]), nearest_even(v));
+            bits == want || (nan(bits) && nan(want))
+        });
+        let registers = values.iter().zip(widened.chunks_exact(4)).all(|(&v, quad)| {
+            let back = f32::from_le_bytes([quad[0], quad[1], quad[2], quad[3]]);
+            let want = half(nearest_even(v)) as f32;
+            back.to_bits() == want.to_bits() || (back.is_nan() && want.is_nan())
+        });
+        Ok(match (stores, registers) {
+            (true, true) => F16Rounding::Native,
+            (true, false) => F16Rounding::Stores,
+            _ => F16Rounding::Software,
+        })
     }
 }
 

@@ -66,7 +66,7 @@ impl Device {
             int64: self.features().int64,
             cooperative_matrix: self.features().cooperative_matrix,
             subgroups: self.features().subgroups,
-            f16_rounds_to_nearest_even: self.f16_rounds_to_nearest_even(),
+            f16_rounding: self.f16_rounding(),
             max_workgroups_per_dim: self.limits().max_workgroups_per_dimension,
         }
     }

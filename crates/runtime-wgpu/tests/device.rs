@@ -5,7 +5,7 @@ mod common;
 use wgrad_codegen::OptMode;
 use wgrad_dtype::DType;
 use wgrad_ops::UOp;
-use wgrad_runtime_wgpu::{Device, DeviceKind, RuntimeError, adapters};
+use wgrad_runtime_wgpu::{Device, DeviceKind, F16Rounding, RuntimeError, adapters};
 use wgrad_shape::{ShapeTracker, Sint};
 
 #[test]
@@ -57,10 +57,10 @@ fn tensor_cores_follow_the_cooperative_matrix_feature() {
 #[test]
 fn f16_rounding_is_probed_and_kernels_cast_like_the_host() {
     let Some(device) = common::device() else { return };
-    let native = device.f16_rounds_to_nearest_even();
-    eprintln!("f16(x) rounds to nearest even: {native}");
-    assert_eq!(device.caps().f16_rounds_to_nearest_even, native);
-    assert!(!native || device.features().f16, "no f16, no native rounding");
+    let native = device.f16_rounding();
+    eprintln!("f16(x) rounds to nearest even: {native:?}");
+    assert_eq!(device.caps().f16_rounding, native);
+    assert!(native == F16Rounding::Software || device.features().f16, "no f16, no native rounding");
     // whichever way the renderer converts, a cast kernel rounds ties to even as the host does
     if !device.features().f16 {
         return;
@@ -80,7 +80,7 @@ fn f16_rounding_is_probed_and_kernels_cast_like_the_host() {
     device.submit(batch).unwrap();
     let got = device.read_as::<u16>(&output).unwrap();
     let want: Vec<u16> = ties.iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
-    assert_eq!(got, want, "native rounding: {native}");
+    assert_eq!(got, want, "native rounding: {native:?}");
     // a cast to half keeps its rounding when the value goes on in f32 within the kernel
     let widened = device.alloc_elements(DType::F32, ties.len()).unwrap();
     let round_trip = x.cast(DType::F16).cast(DType::F32);
@@ -92,5 +92,5 @@ fn f16_rounding_is_probed_and_kernels_cast_like_the_host() {
     device.submit(batch).unwrap();
     let got = device.read_as::<f32>(&widened).unwrap();
     let want: Vec<f32> = ties.iter().map(|&v| half::f16::from_f32(v).to_f32()).collect();
-    assert_eq!(got, want, "native rounding: {native}");
+    assert_eq!(got, want, "native rounding: {native:?}");
 }

@@ -8,7 +8,7 @@ pub mod ast;
 pub use ast::{load, load_dt, matmul_ast, padded, sints, st, store_ast, strided};
 use wgrad_codegen::{OptMode, Program, Target, compile};
 use wgrad_ops::UOp;
-use wgrad_renderer_wgsl::{Wgsl, WgslCaps, render, validate};
+use wgrad_renderer_wgsl::{F16Rounding, Wgsl, WgslCaps, render, validate};
 
 /// An adapter with f16, int64 and subgroups (lavapipe's features).
 pub const FULL: WgslCaps = WgslCaps {
@@ -16,7 +16,7 @@ pub const FULL: WgslCaps = WgslCaps {
     int64: true,
     cooperative_matrix: false,
     subgroups: true,
-    f16_rounds_to_nearest_even: false,
+    f16_rounding: F16Rounding::Software,
     max_workgroups_per_dim: 65535,
 };
 /// [`FULL`] with cooperative matrices (an NVIDIA GPU's features).
@@ -27,7 +27,7 @@ pub const BARE: WgslCaps = WgslCaps {
     int64: false,
     cooperative_matrix: false,
     subgroups: false,
-    f16_rounds_to_nearest_even: false,
+    f16_rounding: F16Rounding::Software,
     max_workgroups_per_dim: 65535,
 };
 
