@@ -71,6 +71,19 @@ fn column_sum_spreads_neighbouring_columns_over_threads_and_groups_rows() {
 }
 
 #[test]
+fn short_column_sums_with_few_outputs_are_grouped() {
+    // a mean pooling's sum over 128 tokens of 128 x 384 states: 49152 outputs leave most of
+    // the target idle with one thread each (or with tinygrad's upcasts, a twelfth of that)
+    let k = optimized(&sum_ast(&[128, 128, 384], &[1]), big_gpu());
+    assert_eq!(k.applied_opts(), opts(&[(Upcast, 1, 4), (Local, 1, 16), (Group, 0, 8)]));
+    // a short row reduce, or as many outputs as the target's threads, stays ungrouped
+    let row = optimized(&sum_ast(&[128, 384, 128], &[2]), big_gpu());
+    assert_eq!(row.group_for_reduces(), 0, "{}", row.describe());
+    let many = optimized(&sum_ast(&[128, 128, 768], &[1]), big_gpu());
+    assert_eq!(many.group_for_reduces(), 0, "{}", many.describe());
+}
+
+#[test]
 fn full_reduction_groups_after_the_unroll() {
     // every thread keeps four steps of its own: 4096 / 8 / 128 = 4
     let k = optimized(&sum_ast(&[4096], &[0]), Target::generic_gpu());
