@@ -3,13 +3,15 @@
 //! and the stream goes to the queue in as few submits as keep the device busy.
 //!
 //! A batch handed to [`Device::submit`] is submitted at once when nothing submitted before is
-//! still running (or [`MAX_PENDING`] launches wait); while the device is busy it stays in the
-//! stream, and the next submit that finds the device idle, a readback, a timed run,
-//! [`Device::flush`] or [`Device::sync`] submits it with everything recorded after it. A loop
-//! whose host outruns the device so sends its work in a few large submits instead of one per
-//! step: each submit costs host time (wgpu's bookkeeping, the driver) and a gap on the device
-//! (it waits for the submit before it). [`Device::record`] leaves a batch for the next submit
-//! whatever the device is doing, so a schedule and the readback of its result are one submit.
+//! still running, when [`QUEUED_LAUNCHES`] launches wait and fewer than [`MAX_IN_FLIGHT`]
+//! submits are unfinished, or when [`MAX_PENDING`] launches wait; otherwise it stays in the
+//! stream, and the next submit that finds room, a readback, a timed run, [`Device::flush`] or
+//! [`Device::sync`] submits it with everything recorded after it. A loop whose host outruns the
+//! device so sends its work in a few large submits instead of one per step (each submit costs
+//! host time: wgpu's bookkeeping, the driver), and one of them waits queued behind the running
+//! one, so the device does not idle until the host notices it finished. [`Device::record`] leaves a batch for the next
+//! submit whatever the device is doing, so a schedule and the readback of its result are one
+//! submit.
 //!
 //! Batches and the readback or timed work after them are recorded as compute passes (and
 //! copies) into one open command encoder, finished only when the stream is submitted or an
@@ -35,7 +37,8 @@
 //! - The belt's chunks are unmapped right before the submit that reads them and recalled right
 //!   after it.
 
-use std::sync::MutexGuard;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, MutexGuard};
 
 use crate::batch::{Batch, record};
 use crate::device::Device;
@@ -44,6 +47,14 @@ use crate::error::{Result, RuntimeError, scoped};
 /// Launches that may wait in the stream for the device to finish earlier work; more are
 /// submitted at once (they queue on the device behind it).
 pub const MAX_PENDING: usize = 64;
+
+/// Submits that may run or wait on the device before a batch waits in the stream: one running
+/// and one queued behind it.
+const MAX_IN_FLIGHT: u64 = 2;
+
+/// Launches that wait in the stream before they are queued behind a running submit (fewer
+/// would cost a submit per launch where the device finishes each before the next).
+const QUEUED_LAUNCHES: usize = 4;
 
 /// The command stream not submitted yet.
 pub(crate) struct Stream {
@@ -56,10 +67,10 @@ pub(crate) struct Stream {
     commands: Vec<wgpu::CommandBuffer>,
     /// Launches among them.
     launches: usize,
-    /// Whether a submit may still be running on the device.
-    in_flight: bool,
     /// Submits so far.
     submits: u64,
+    /// Submits the device has finished, as its callbacks report them.
+    finished: Arc<AtomicU64>,
     /// Command buffers submitted so far.
     command_buffers: u64,
 }
@@ -73,8 +84,8 @@ impl Stream {
             open: None,
             commands: vec![],
             launches: 0,
-            in_flight: false,
             submits: 0,
+            finished: Arc::new(AtomicU64::new(0)),
             command_buffers: 0,
         }
     }
@@ -104,7 +115,11 @@ impl Device {
         }
         let mut stream = self.lock_stream();
         self.record_batch(&mut stream, &batch)?;
-        if !stream.in_flight || stream.launches >= MAX_PENDING || self.idle(&mut stream) {
+        let in_flight = self.in_flight(&stream);
+        if in_flight == 0
+            || stream.launches >= MAX_PENDING
+            || (in_flight < MAX_IN_FLIGHT && stream.launches >= QUEUED_LAUNCHES)
+        {
             self.submit_stream(&mut stream, "batch submit")?;
         }
         Ok(())
@@ -157,7 +172,8 @@ impl Device {
 
     /// Notes that the device finished everything submitted (after a wait that said so).
     pub(crate) fn settled(&self) {
-        self.lock_stream().in_flight = false;
+        let stream = self.lock_stream();
+        stream.finished.fetch_max(stream.submits, Ordering::Relaxed);
     }
 
     /// Records `batch`'s launches, with their bind groups, as one compute pass of the open
@@ -224,16 +240,20 @@ impl Device {
         stream.command_buffers += commands.len() as u64;
         let submitted = self.submit_commands(commands, context);
         stream.belt.recall();
-        stream.in_flight = true;
         stream.submits += 1;
+        let (finished, number) = (Arc::clone(&stream.finished), stream.submits);
+        self.queue.on_submitted_work_done(move || {
+            finished.fetch_max(number, Ordering::Relaxed);
+        });
         closed.and(submitted)
     }
 
-    /// Whether the device has finished everything submitted (a poll that does not wait). A
-    /// failing poll counts as idle: the submit that follows reports the trouble.
-    fn idle(&self, stream: &mut Stream) -> bool {
-        let idle = !matches!(self.device.poll(wgpu::PollType::Poll), Ok(s) if !s.is_queue_empty());
-        stream.in_flight = !idle;
-        idle
+    /// How many submits the device has not finished (after a poll that does not wait). A
+    /// failing poll counts as none: the submit that follows reports the trouble.
+    fn in_flight(&self, stream: &Stream) -> u64 {
+        match self.device.poll(wgpu::PollType::Poll) {
+            Ok(_) => stream.submits.saturating_sub(stream.finished.load(Ordering::Relaxed)),
+            Err(_) => 0,
+        }
     }
 }

@@ -20,9 +20,10 @@ fn axpy(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 ";
 
-/// Each of 64 one-thread workgroups mixes a hash `x[0]` times (no compiler folds the loop):
-/// tens of milliseconds of device time on a GPU (one long chain a thread) and on llvmpipe
-/// (which ends any invocation's loops after 65535 iterations, but has 64 of them for a few cores).
+/// Each of [`SPINNERS`] one-thread workgroups mixes a hash `x[0]` times (no compiler folds the
+/// loop): tens of milliseconds of device time on a GPU (one long chain a thread) and on
+/// llvmpipe (which ends any invocation's loops after 65535 iterations, but has 1024 of them for
+/// a few cores).
 const SPIN: &str = "
 @group(0) @binding(0) var<storage, read_write> y: array<u32>;
 @group(0) @binding(1) var<storage, read> x: array<u32>;
@@ -37,6 +38,9 @@ fn spin(@builtin(workgroup_id) wid: vec3<u32>) {
 }
 ";
 
+/// Workgroups of a spin.
+const SPINNERS: u32 = 1024;
+
 /// A batch of one `axpy` over `y` and `x` (256 floats).
 fn axpy(device: &Device, y: &wgrad_runtime_wgpu::Buffer, x: &wgrad_runtime_wgpu::Buffer) {
     let pipeline = device.pipeline(AXPY, "axpy").unwrap();
@@ -49,14 +53,14 @@ fn axpy(device: &Device, y: &wgrad_runtime_wgpu::Buffer, x: &wgrad_runtime_wgpu:
 fn batches_handed_over_while_the_device_is_busy_share_a_submit() {
     let Some(device) = common::device() else { return };
     let spin = device.pipeline(SPIN, "spin").unwrap();
-    let busy = device.upload(&[0u32; 64]).unwrap();
+    let busy = device.upload(&[0u32; SPINNERS as usize]).unwrap();
     let loops = device.upload(&[10_000_000u32]).unwrap();
     let y = device.upload(&[0.0f32; 256]).unwrap();
     let x = device.upload(&[1.0f32; 256]).unwrap();
     device.sync().unwrap();
     let before = device.submits();
     let mut batch = device.batch();
-    batch.dispatch(&spin, &[&busy, &loops], [64, 1, 1]).unwrap();
+    batch.dispatch(&spin, &[&busy, &loops], [SPINNERS, 1, 1]).unwrap();
     device.submit(batch).unwrap();
     assert_eq!(device.submits(), before + 1, "an idle device gets its work at once");
     let steps = MAX_PENDING / 2;
@@ -65,8 +69,34 @@ fn batches_handed_over_while_the_device_is_busy_share_a_submit() {
     }
     // y = 2y + 1 from 0, `steps` times, in order
     assert_eq!(device.read_as::<f32>(&y).unwrap()[0], (2f64.powi(steps as i32) - 1.0) as f32);
+    // the spin's, one for every four launches at most, and the readback's
     let submits = device.submits() - before;
-    assert!(submits <= 1 + steps as u64 / 4, "{steps} batches behind a long kernel took {submits} submits");
+    assert!(submits <= 2 + steps as u64 / 4, "{steps} batches behind a long kernel took {submits} submits");
+}
+
+#[test]
+fn a_second_submit_is_queued_behind_a_running_one_once_a_few_launches_wait() {
+    let Some(device) = common::device() else { return };
+    let spin = device.pipeline(SPIN, "spin").unwrap();
+    let busy = device.upload(&[0u32; SPINNERS as usize]).unwrap();
+    let loops = device.upload(&[10_000_000u32]).unwrap();
+    let y = device.upload(&[0.0f32; 256]).unwrap();
+    let x = device.upload(&[1.0f32; 256]).unwrap();
+    axpy(&device, &y, &x); // compiles the pipeline before the timed part
+    device.sync().unwrap();
+    let before = device.submits();
+    let mut batch = device.batch();
+    batch.dispatch(&spin, &[&busy, &loops], [SPINNERS, 1, 1]).unwrap();
+    device.submit(batch).unwrap();
+    // while the spin runs three launches wait, and the fourth goes with them, queued behind it,
+    // so the device finds work when the spin ends (llvmpipe's submit returns only then)
+    let mut submits = vec![];
+    for _ in 0..4 {
+        axpy(&device, &y, &x);
+        submits.push(device.submits() - before);
+    }
+    assert_eq!(submits, [1, 1, 1, 2]);
+    assert_eq!(device.read_as::<f32>(&y).unwrap()[0], (2f64.powi(5) - 1.0) as f32);
 }
 
 #[test]
