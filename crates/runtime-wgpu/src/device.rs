@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use crate::batch::Batch;
 use crate::bind::BindGroupCache;
 use crate::buffer::Buffer;
+use crate::clocks::Clocks;
 use crate::error::{Result, RuntimeError, scoped};
 use crate::exit::{ExitGuard, wait_at_exit};
 use crate::info::{AdapterSummary, DeviceFeatures, DeviceKind, DeviceLimits, tensor_cores};
@@ -71,6 +72,8 @@ pub struct Device {
     f16_rounding: F16Rounding,
     /// Whether shaders keep wgpu's runtime checks ([`SHADER_CHECKS_ENV`]).
     checked_shaders: bool,
+    /// The fastest clock-raising spin (see `clocks.rs`).
+    pub(crate) clocks: Clocks,
     /// Lists the device for the exit handler's wait (see `exit.rs`).
     _exit: ExitGuard,
 }
@@ -186,6 +189,7 @@ impl Device {
             health,
             f16_rounding: F16Rounding::Software,
             checked_shaders: std::env::var(SHADER_CHECKS_ENV).is_ok_and(|v| v == "1"),
+            clocks: Clocks::default(),
             _exit: wait_at_exit(&device),
             device,
             queue,

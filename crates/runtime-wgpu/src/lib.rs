@@ -37,6 +37,7 @@
 mod batch;
 mod bind;
 mod buffer;
+mod clocks;
 mod device;
 mod error;
 mod exit;
@@ -51,6 +52,7 @@ mod transfer;
 
 pub use batch::{Batch, Prepared, fold_workgroups};
 pub use buffer::Buffer;
+pub use clocks::{FIRST_WARM_UP, WARM};
 pub use device::{ADAPTER_ENV, COOP_ENV, Device, SHADER_CHECKS_ENV, adapters};
 pub use error::{Result, RuntimeError};
 pub use info::{AdapterSummary, DeviceFeatures, DeviceKind, DeviceLimits};

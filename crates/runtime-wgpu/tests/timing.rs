@@ -2,6 +2,10 @@
 
 mod common;
 
+use std::time::{Duration, Instant};
+
+use wgrad_runtime_wgpu::{DeviceKind, FIRST_WARM_UP};
+
 const SCALE: &str = "
 @group(0) @binding(0) var<storage, read_write> x: array<f32>;
 @compute @workgroup_size(64)
@@ -29,4 +33,21 @@ fn timed_runs_report_each_launch() {
         assert!(times.iter().all(Option::is_none));
     }
     assert!(device.read_as::<f32>(&x).unwrap().iter().all(|&v| v == 8.0));
+}
+
+#[test]
+fn clocks_are_raised_on_discrete_gpus_within_the_budget() {
+    let Some(device) = common::device() else { return };
+    let budget = Duration::from_secs(2);
+    let start = Instant::now();
+    let warm = device.raise_clocks(budget).unwrap();
+    assert!(start.elapsed() < budget + Duration::from_secs(1), "{:?}", start.elapsed());
+    if device.adapter().kind != DeviceKind::Discrete || !device.features().timestamps {
+        assert!(!warm, "only discrete GPUs spin");
+        return;
+    }
+    // the first call sets the fastest spin; right after it the clocks are still up
+    let start = Instant::now();
+    assert!(device.raise_clocks(budget).unwrap(), "raised clocks are found up");
+    eprintln!("raised: {:?} for the first call's work, {:?} for the second", FIRST_WARM_UP, start.elapsed());
 }

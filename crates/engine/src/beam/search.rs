@@ -7,7 +7,10 @@
 //! `width` fastest. A candidate's time is the fastest of [`RUNS`] back-to-back runs (one
 //! submission) after an uncounted one, each on at most [`SAMPLE_WORKGROUPS`] workgroups and
 //! scaled to the whole grid; an uncounted run slower than three times the best so far ends
-//! it. The search stops when a round gains less than [`MIN_PROGRESS`]. The winner is then timed against the default
+//! it. Before each candidate the device's clocks are brought up ([`Backend::raise_clocks`]):
+//! a GPU whose driver lowered them while the host compiled would time the first candidates of
+//! a round slower than the last. The search stops when a round gains less than
+//! [`MIN_PROGRESS`]. The winner is then timed against the default
 //! opts on the whole grid (tinygrad's `BEAM_COMPARE`), and kept only if faster and if its
 //! results match the default opts' on the same random inputs.
 
@@ -76,9 +79,10 @@ fn compile_candidate(kernel: Kernel, backend: &dyn Backend, name: &str) -> Optio
 }
 
 /// The fastest of `runs` runs of `program`, recorded back to back in one submission, on at
-/// most [`SAMPLE_WORKGROUPS`] workgroups with `sample`. A first run, submitted alone, is not
-/// counted (drivers may finish a pipeline on its first dispatch); when it is slower than
-/// `early_stop` it is the answer.
+/// most [`SAMPLE_WORKGROUPS`] workgroups with `sample`, once the device's clocks are up
+/// ([`Backend::raise_clocks`]). A first run, submitted alone, is not counted (drivers may
+/// finish a pipeline on its first dispatch); when it is slower than `early_stop` it is the
+/// answer.
 fn time_program(
     backend: &dyn Backend,
     inputs: &Inputs,
@@ -89,6 +93,7 @@ fn time_program(
 ) -> Result<Duration, EngineError> {
     let launch = inputs.launch(program);
     let sample = sample.then_some(SAMPLE_WORKGROUPS);
+    backend.raise_clocks()?;
     let first = backend.time_launch(&launch, sample, 1)?.into_iter().min().unwrap_or(Duration::MAX);
     if first > early_stop {
         return Ok(first);

@@ -170,6 +170,11 @@ pub trait Backend: Send + Sync {
     fn compile_once(&self, program: &Program) -> Result<CompiledProgram, EngineError> {
         self.compile(program)
     }
+    /// Brings the device's clocks up before a timing (a discrete GPU's driver lowers them
+    /// while the process works on the host); the default does nothing.
+    fn raise_clocks(&self) -> Result<(), EngineError> {
+        Ok(())
+    }
     /// The device time of each of `runs` runs of `launch`, recorded back to back in one
     /// submission, to compare kernels by. With `max_workgroups`, a backend may run only that
     /// many of the launch's workgroups and scale the times up to the whole grid (what a search

@@ -17,6 +17,9 @@ use super::{Backend, CompiledProgram, Created, DeviceBuffer, Graph, Held, Launch
 use crate::EngineError;
 use crate::counters::count_wait;
 
+/// The longest [`Backend::raise_clocks`] spins the device before a timing.
+const CLOCK_BUDGET: Duration = Duration::from_millis(500);
+
 /// A wgpu adapter as a device.
 pub struct WgpuBackend {
     device: Arc<Device>,
@@ -266,6 +269,10 @@ impl Backend for WgpuBackend {
     fn compile_once(&self, program: &Program) -> Result<CompiledProgram, EngineError> {
         let gpu = self.device.compile_uncached(program).map_err(|e| self.runtime(e))?;
         Ok(CompiledProgram { program: Arc::new(program.clone()), raw: Arc::new(gpu) })
+    }
+
+    fn raise_clocks(&self) -> Result<(), EngineError> {
+        self.device.raise_clocks(CLOCK_BUDGET).map(drop).map_err(|e| self.runtime(e))
     }
 
     fn time_launch(
