@@ -179,6 +179,7 @@ pub fn tuned_cases() -> Vec<(String, Case)> {
         ("row sum 7x1021 (prime)".into(), sum(7, 1021, 1)),
         ("column sum 512x64".into(), sum(512, 64, 0)),
         ("column sum 300x96".into(), sum(300, 96, 0)),
+        ("column sum 128x384 (short, few outputs)".into(), sum(128, 384, 0)),
         ("softmax max 16x512".into(), reduce(16, 512, 1, Ops::Max)),
         ("softmax exp-sum 16x512".into(), exp_sum(16, 512)),
         ("softmax normalize 16x512".into(), normalize(16, 512)),
