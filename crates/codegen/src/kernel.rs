@@ -114,8 +114,9 @@ pub struct Kernel {
     pub(crate) dont_use_locals: bool,
     /// The tensor-core configuration once TC is applied: the last three axes are its tile.
     pub(crate) tc: Option<crate::TensorCoreShape>,
-    /// Whether STAGE applied: a register tile's factors go through workgroup memory.
-    pub(crate) staged: bool,
+    /// Blocks of each factor STAGE keeps in workgroup memory: 0 without STAGE, 1, or 2
+    /// (double-buffered).
+    pub(crate) staged: usize,
 }
 
 impl Kernel {
@@ -161,7 +162,7 @@ impl Kernel {
             upcasted: 0,
             dont_use_locals: false,
             tc: None,
-            staged: false,
+            staged: 0,
         };
         let (kept, reduced): (Vec<usize>, Vec<usize>) =
             (0..k.shape_len()).partition(|&i| k.full_shape()[i] == k.output_shape()[i]);

@@ -128,13 +128,16 @@ pub fn lower(k: &Kernel) -> Result<UOp, LowerError> {
     if let Some(tc) = k.tensor_core() {
         return crate::lower_tc::lower_tc(k, tc, lw, &ast);
     }
+    let mut next_copies = vec![];
     if let Some(stages) = k.tile_stages() {
-        lw.staged = stage_tiles(k, &lw, &ast, &stages)?;
+        (lw.staged, next_copies) = stage_tiles(k, &lw, &ast, &stages)?;
     }
     let mut stores = vec![];
     for store in ast.src() {
         stores.extend(lw.store_lanes(store)?);
     }
+    // after the outputs: the linearizer then puts a step's copies after its tiles' work
+    stores.extend(next_copies);
     Ok(UOp::sink(stores))
 }
 

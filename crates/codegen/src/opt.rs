@@ -36,7 +36,8 @@ pub enum OptOps {
     /// Exchange two global axes.
     Swap,
     /// Stage a register-tiled matmul's two factors in workgroup memory each step of its
-    /// reduce loop (`tile_stage.rs`); no axis or amount, and the last opt of a kernel.
+    /// reduce loop (`tile_stage.rs`); no axis, `arg` 0 for one block of each, 2 for two
+    /// (double-buffered), and the last opt of a kernel.
     Stage,
 }
 
@@ -94,17 +95,25 @@ impl Opt {
         Opt { op: OptOps::Nolocals, axis: None, arg: 0 }
     }
 
-    /// The `STAGE` opt.
+    /// The `STAGE` opt: one block of each factor in workgroup memory.
     pub fn stage() -> Opt {
         Opt { op: OptOps::Stage, axis: None, arg: 0 }
+    }
+
+    /// The `STAGE` opt with two blocks of each factor: the next step's copy runs while the
+    /// tiles compute (`tile_stage.rs`).
+    pub fn double_stage() -> Opt {
+        Opt { op: OptOps::Stage, axis: None, arg: 2 }
     }
 }
 
 impl fmt::Display for Opt {
-    /// `Opt(op=UPCAST, axis=0, arg=4)`.
+    /// `Opt(op=UPCAST, axis=0, arg=4)`; without an axis `Opt(op=NOLOCALS)`, or
+    /// `Opt(op=STAGE, arg=2)` with an amount.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.axis {
             Some(a) => write!(f, "Opt(op={}, axis={a}, arg={})", self.op, self.arg),
+            None if self.arg != 0 => write!(f, "Opt(op={}, arg={})", self.op, self.arg),
             None => write!(f, "Opt(op={})", self.op),
         }
     }
@@ -114,24 +123,25 @@ impl FromStr for Opt {
     type Err = OptError;
 
     /// An opt as [`fmt::Display`] prints it: `Opt(op=UPCAST, axis=0, arg=4)`, `Opt(op=NOLOCALS)`,
-    /// `Opt(op=STAGE)`.
+    /// `Opt(op=STAGE)`, `Opt(op=STAGE, arg=2)`.
     fn from_str(s: &str) -> Result<Opt, OptError> {
         let bad = || OptError::Parse(s.into());
-        let fields = s.trim().strip_prefix("Opt(").and_then(|f| f.strip_suffix(')')).ok_or_else(bad)?;
-        let mut fields = fields.split(", ");
-        let mut field = |name: &str| fields.next().and_then(|f| f.strip_prefix(name)?.strip_prefix('='));
-        let op: OptOps = field("op").ok_or_else(bad)?.parse()?;
-        let (axis, arg) = match (field("axis"), field("arg")) {
-            (None, None) => (None, 0),
-            (Some(axis), Some(arg)) => {
-                (Some(axis.parse().map_err(|_| bad())?), arg.parse().map_err(|_| bad())?)
-            }
+        let inner = s.trim().strip_prefix("Opt(").and_then(|f| f.strip_suffix(')')).ok_or_else(bad)?;
+        let fields: Vec<&str> = inner.split(", ").collect();
+        fn value<'a>(field: &'a str, name: &str) -> Option<&'a str> {
+            field.strip_prefix(name)?.strip_prefix('=')
+        }
+        let number = |field: &str, name: &str| -> Result<usize, OptError> {
+            value(field, name).ok_or_else(bad)?.parse().map_err(|_| bad())
+        };
+        let op: OptOps = fields.first().and_then(|f| value(f, "op")).ok_or_else(bad)?.parse()?;
+        let (axis, arg) = match fields[1..] {
+            [] => (None, 0),
+            [arg] => (None, number(arg, "arg")?),
+            [axis, arg] => (Some(number(axis, "axis")?), number(arg, "arg")?),
             _ => return Err(bad()),
         };
-        match fields.next() {
-            None => Ok(Opt { op, axis, arg }),
-            Some(_) => Err(bad()),
-        }
+        Ok(Opt { op, axis, arg })
     }
 }
 
@@ -356,7 +366,7 @@ impl Kernel {
 
     /// Applies `opt` after checking it is valid here, records it, and drops size-1 axes.
     pub fn apply_opt(&mut self, opt: Opt) -> Result<(), OptError> {
-        if self.staged {
+        if self.staged > 0 {
             return Err(OptError::Stage(format!("{} after STAGE, which must be the last opt", opt.op)));
         }
         if self.tc.is_some() && !matches!(opt.op, OptOps::Upcast | OptOps::Local | OptOps::Unroll) {
@@ -371,7 +381,7 @@ impl Kernel {
         if opt.op == OptOps::Nolocals {
             self.apply_nolocals()?;
         } else if opt.op == OptOps::Stage {
-            self.apply_stage()?;
+            self.apply_stage(opt.arg)?;
         } else if opt.op == OptOps::Tc {
             self.apply_tc(opt.axis.ok_or(OptError::MissingAxis(opt.op))?, opt.arg)?;
         } else {
@@ -401,10 +411,14 @@ impl Kernel {
         Ok(())
     }
 
-    fn apply_stage(&mut self) -> Result<(), OptError> {
-        self.staged = true;
+    fn apply_stage(&mut self, arg: usize) -> Result<(), OptError> {
+        self.staged = match arg {
+            0 => 1,
+            2 => 2,
+            _ => return Err(OptError::Stage(format!("STAGE keeps one block (arg 0) or two (2), not {arg}"))),
+        };
         if self.tile_stages().is_none() {
-            self.staged = false;
+            self.staged = 0;
             let why = "not a register-tiled matmul of two unmasked loads whose blocks split over the \
                        workgroup and fit its memory";
             return Err(OptError::Stage(why.into()));

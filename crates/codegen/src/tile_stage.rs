@@ -3,7 +3,8 @@
 //! upcast axes the factor varies along, and the unrolled reduce axes) into a `DefineLocal`,
 //! in the factor's own memory order so that neighbouring threads copy neighbouring elements
 //! (vector loads where the factor is contiguous), between two barriers; the tiles then read
-//! their lanes from there. The block is laid out reduce axes outer and output axes inner, so a
+//! their lanes from there. With two blocks of each (`STAGE` arg 2) the copy of the next step
+//! runs in the same barrier interval as the tiles' work on this one ([`stage_tiles`]). The block is laid out reduce axes outer and output axes inner, so a
 //! thread's lanes along its upcast output axis are neighbours (vector loads of workgroup
 //! memory), rows padded against bank conflicts. It takes every kernel whose one reduce is a sum
 //! of the product of two unmasked loads, with a workgroup and no grouped reduce, where the
@@ -47,7 +48,7 @@ impl Kernel {
         if self.tc.is_some() || !t.has_local || !t.has_shared || self.local_dims == 0 {
             return None;
         }
-        if !self.staged || self.group_for_reduces > 0 || self.reduceops.len() != 1 {
+        if self.staged == 0 || self.group_for_reduces > 0 || self.reduceops.len() != 1 {
             return None;
         }
         let reduce = &self.reduceops[0];
@@ -57,7 +58,8 @@ impl Kernel {
         let (a, b) = tc_factors(reduce)?;
         let threads = self.local_size();
         let stages = [self.stage_of(&a, threads)?, self.stage_of(&b, threads)?];
-        let bytes: i64 = stages.iter().map(|s| s.size * s.dtype.itemsize() as i64).sum();
+        let blocks = self.staged as i64;
+        let bytes: i64 = stages.iter().map(|s| blocks * s.size * s.dtype.itemsize() as i64).sum();
         (bytes <= t.shared_max as i64).then_some(stages)
     }
 
@@ -107,12 +109,13 @@ impl Kernel {
     }
 }
 
-/// A factor staged for the lowerer: its workgroup memory, the barrier after the step's copies
-/// and each block axis's step there.
+/// A factor staged for the lowerer: its workgroup memory, the barrier its reads come after,
+/// the element offset of the block a step reads and each block axis's step there.
 #[derive(Clone)]
 pub(crate) struct Staged {
     local: UOp,
-    after: UOp,
+    top: UOp,
+    half: UOp,
     strides: BTreeMap<usize, i64>,
 }
 
@@ -120,87 +123,159 @@ impl Staged {
     /// The load of the lane `lane` of the factor (`idxs`: every non-upcast axis's index, `fu`
     /// the first upcast axis) from workgroup memory.
     pub(crate) fn load(&self, dtype: DType, idxs: &[UOp], fu: usize, lane: &[i64]) -> UOp {
-        let position = self.strides.iter().fold(UOp::index_const(0), |acc, (&a, &step)| {
+        let position = self.strides.iter().fold(self.half.clone(), |acc, (&a, &step)| {
             let digit = if a < fu { idxs[a].clone() } else { UOp::index_const(lane[a - fu]) };
             acc.add(&digit.mul(&UOp::index_const(step)))
         });
         let index = UOp::new(Ops::Index, self.local.dtype(), [self.local.clone(), position], Arg::None);
-        UOp::load(dtype, [index, self.after.clone()])
+        UOp::load(dtype, [index, self.top.clone()])
     }
 }
 
-/// The copies of one reduce step of both factors of the optimised AST `ast`: each factor's
-/// staged form, by its load.
+/// Both factors of the optimised AST `ast` staged: each factor's staged form, by its load, and
+/// the copies the kernel's sink must hold besides its outputs.
+///
+/// With one block of each ([`Opt::stage`](crate::Opt::stage)), each reduce step copies its
+/// blocks between two barriers, then the tiles read them. With two
+/// ([`Opt::double_stage`](crate::Opt::double_stage)), the workgroup copies step 0's blocks into
+/// the first half of each workgroup memory before the loop; each step starts with a barrier,
+/// reads its blocks from the half of its parity and copies the next step's blocks into the
+/// other half (the last step copies its own again, unread), so the next blocks' global loads
+/// are in flight while the tiles compute, and the one barrier a step keeps every copy apart
+/// from the reads of the same half. Those in-loop copies are what the sink holds.
 pub(crate) fn stage_tiles(
     k: &Kernel,
     lw: &Lowerer,
     ast: &UOp,
     stages: &[TileStage; 2],
-) -> Result<HashMap<UOp, Staged>, LowerError> {
+) -> Result<(HashMap<UOp, Staged>, Vec<UOp>), LowerError> {
     let reduce =
         ast.toposort().into_iter().find(|u| u.op() == Ops::ReduceAxis).ok_or_else(|| unexpected(ast))?;
     let (a, b) = tc_factors(&reduce).ok_or_else(|| unexpected(&reduce))?;
     let loads = [a, b];
     let full = k.full_shape();
-    let (gd, fr, fu) = (k.global_dims(), k.first_reduce(), k.first_upcast());
-    let ranges: Vec<UOp> = (fr..fu).map(|a| lw.ridxs[a].clone()).collect();
-    let top = UOp::new(Ops::Barrier, DType::VOID, ranges, Arg::None);
-    // the thread's number in the workgroup, the first local axis fastest
-    let locals = gd..gd + k.local_dims();
-    let thread = locals
-        .clone()
+    let (fr, fu) = (k.first_reduce(), k.first_upcast());
+    let blocks = k.staged as i64;
+    let locals: Vec<UOp> = stages
+        .iter()
+        .zip(["tile_a", "tile_b"])
+        .map(|(stage, name)| {
+            let dtype = stage.dtype.ptr_sized(AddrSpace::Local, (blocks * stage.size) as usize);
+            UOp::new(Ops::DefineLocal, dtype, [], Arg::Str(name.into()))
+        })
+        .collect();
+    let ranges = (fr..fu).map(|a| lw.ridxs[a].clone());
+    let staged = |top: &UOp, halves: &[UOp]| -> HashMap<UOp, Staged> {
+        stages
+            .iter()
+            .enumerate()
+            .map(|(f, stage)| {
+                let (local, top, half) = (locals[f].clone(), top.clone(), halves[f].clone());
+                (loads[f].clone(), Staged { local, top, half, strides: stage.strides.clone() })
+            })
+            .collect()
+    };
+    let zero = UOp::index_const(0);
+    if blocks == 1 {
+        let top = UOp::new(Ops::Barrier, DType::VOID, ranges.collect::<Vec<_>>(), Arg::None);
+        let mut step = vec![];
+        for (f, stage) in stages.iter().enumerate() {
+            step.extend(copies(k, lw, stage, &loads[f], &locals[f], &[], &zero, Some(&top))?);
+        }
+        if step.is_empty() {
+            return Err(unexpected(ast));
+        }
+        let after = UOp::new(Ops::Barrier, DType::VOID, step, Arg::None);
+        return Ok((staged(&after, &[zero.clone(), zero]), vec![]));
+    }
+    // the reduce step as one number, the next one (the last step's own again) and its digits
+    let sizes: Vec<i64> = (fr..fu).map(|a| full[a].vmax()).collect();
+    let steps: i64 = sizes.iter().product();
+    let step = (fr..fu)
+        .zip(&sizes)
+        .fold(UOp::index_const(0), |acc, (a, &n)| acc.mul(&UOp::index_const(n)).add(&lw.ridxs[a]));
+    let after = step.add(&UOp::index_const(1));
+    let next = after.cmp_lt(steps).where_(&after, &UOp::index_const(steps - 1));
+    let mut rest = next;
+    let mut next_idxs = vec![];
+    for (a, &n) in (fr..fu).zip(&sizes).rev() {
+        next_idxs.push((a, rest.rem(&UOp::index_const(n))));
+        rest = rest.floordiv(&UOp::index_const(n));
+    }
+    let first_idxs: Vec<(usize, UOp)> = (fr..fu).map(|a| (a, UOp::index_const(0))).collect();
+    let parity = |s: &UOp| s.rem(&UOp::index_const(2));
+    let mut first = vec![];
+    for (f, stage) in stages.iter().enumerate() {
+        first.extend(copies(k, lw, stage, &loads[f], &locals[f], &first_idxs, &zero, None)?);
+    }
+    if first.is_empty() {
+        return Err(unexpected(ast));
+    }
+    let top = UOp::new(Ops::Barrier, DType::VOID, ranges.chain(first).collect::<Vec<_>>(), Arg::None);
+    let mut next_copies = vec![];
+    let mut halves = vec![];
+    for (f, stage) in stages.iter().enumerate() {
+        let size = UOp::index_const(stage.size);
+        let other = parity(&after).mul(&size);
+        next_copies.extend(copies(k, lw, stage, &loads[f], &locals[f], &next_idxs, &other, Some(&top))?);
+        halves.push(parity(&step).mul(&size));
+    }
+    Ok((staged(&top, &halves), next_copies))
+}
+
+/// The stores that copy the block of `stage`'s factor `load` for the reduce step whose reduce
+/// axes' indices are `reduce_idxs` into `local` from element `half` on, each thread its share
+/// (the first local axis fastest), their global loads after `gate`.
+#[allow(clippy::too_many_arguments)]
+fn copies(
+    k: &Kernel,
+    lw: &Lowerer,
+    stage: &TileStage,
+    load: &UOp,
+    local: &UOp,
+    reduce_idxs: &[(usize, UOp)],
+    half: &UOp,
+    gate: Option<&UOp>,
+) -> Result<Vec<UOp>, LowerError> {
+    let full = k.full_shape();
+    let gd = k.global_dims();
+    let thread = (gd..gd + k.local_dims())
         .rev()
         .fold(UOp::index_const(0), |acc, a| acc.mul(&UOp::index_const(full[a].vmax())).add(&lw.idxs[a]));
     let threads = k.local_size();
-    let mut copies = vec![];
-    let mut locals_of = vec![];
-    for (f, (stage, load)) in stages.iter().zip(&loads).enumerate() {
-        let dtype = stage.dtype;
-        let name = ["tile_a", "tile_b"][f];
-        let local = UOp::new(
-            Ops::DefineLocal,
-            dtype.ptr_sized(AddrSpace::Local, stage.size as usize),
-            [],
-            Arg::Str(name.into()),
-        );
-        let elements: i64 = stage.copy.iter().map(|&a| full[a].vmax()).product();
-        for round in 0..elements / (threads * stage.vector) {
-            // the digits of this thread's vector, the last axis counted in vectors
-            let mut rest = thread.add(&UOp::index_const(threads * round));
-            let mut digits = HashMap::new();
-            for (n, &a) in stage.copy.iter().enumerate().rev() {
-                let unit = if n + 1 == stage.copy.len() { stage.vector } else { 1 };
-                let extent = UOp::index_const(full[a].vmax() / unit);
-                digits.insert(a, rest.rem(&extent).mul(&UOp::index_const(unit)));
-                rest = rest.floordiv(&extent);
-            }
-            let last = stage.copy[stage.copy.len() - 1];
-            for c in 0..stage.vector {
-                let mut idxs = lw.idxs.clone();
-                idxs.extend(lw.upcast_sizes.iter().map(|_| UOp::index_const(0)));
-                let mut position = UOp::index_const(0);
-                for &a in &stage.copy {
-                    let digit =
-                        if a == last { digits[&a].add(&UOp::index_const(c)) } else { digits[&a].clone() };
-                    position = position.add(&digit.mul(&UOp::index_const(stage.strides[&a])));
-                    idxs[a] = digit;
-                }
-                let index = lw.index(&load.src()[0], &load.src()[1], &idxs, &[], None)?;
-                let value = UOp::load(dtype, [index, top.clone()]);
-                let target = UOp::new(Ops::Index, local.dtype(), [local.clone(), position], Arg::None);
-                copies.push(UOp::store([target, value]));
-            }
+    let elements: i64 = stage.copy.iter().map(|&a| full[a].vmax()).product();
+    let mut stores = vec![];
+    for round in 0..elements / (threads * stage.vector) {
+        // the digits of this thread's vector, the last axis counted in vectors
+        let mut rest = thread.add(&UOp::index_const(threads * round));
+        let mut digits = HashMap::new();
+        for (n, &a) in stage.copy.iter().enumerate().rev() {
+            let unit = if n + 1 == stage.copy.len() { stage.vector } else { 1 };
+            let extent = UOp::index_const(full[a].vmax() / unit);
+            digits.insert(a, rest.rem(&extent).mul(&UOp::index_const(unit)));
+            rest = rest.floordiv(&extent);
         }
-        locals_of.push(local);
+        let last = stage.copy[stage.copy.len() - 1];
+        for c in 0..stage.vector {
+            let mut idxs = lw.idxs.clone();
+            idxs.extend(lw.upcast_sizes.iter().map(|_| UOp::index_const(0)));
+            for (a, i) in reduce_idxs {
+                idxs[*a] = i.clone();
+            }
+            let mut position = half.clone();
+            for &a in &stage.copy {
+                let digit = if a == last { digits[&a].add(&UOp::index_const(c)) } else { digits[&a].clone() };
+                position = position.add(&digit.mul(&UOp::index_const(stage.strides[&a])));
+                idxs[a] = digit;
+            }
+            let index = lw.index(&load.src()[0], &load.src()[1], &idxs, &[], None)?;
+            let value = match gate {
+                Some(g) => UOp::load(stage.dtype, [index, g.clone()]),
+                None => UOp::load(stage.dtype, [index]),
+            };
+            let target = UOp::new(Ops::Index, local.dtype(), [local.clone(), position], Arg::None);
+            stores.push(UOp::store([target, value]));
+        }
     }
-    if copies.is_empty() {
-        return Err(unexpected(&top));
-    }
-    let after = UOp::new(Ops::Barrier, DType::VOID, copies, Arg::None);
-    Ok(stages
-        .iter()
-        .zip(locals_of)
-        .zip(loads)
-        .map(|((s, local), load)| (load, Staged { local, after: after.clone(), strides: s.strides.clone() }))
-        .collect())
+    Ok(stores)
 }

@@ -178,9 +178,10 @@ fn axes_no_power_of_two_divides_group_by_a_divisor_near_the_wanted_group() {
 
 #[test]
 fn large_gemm_gets_an_8x8_register_tile_and_a_16x8_workgroup() {
+    // both factors staged in workgroup memory, double-buffered
     let k = optimized(&matmul_ast(4096, 4096, 4096), big_gpu());
     let want = [(Upcast, 0, 8), (Upcast, 1, 8), (Unroll, 0, 8), (Local, 1, 16), (Local, 0, 8)];
-    assert_eq!(k.applied_opts(), opts(&want));
+    assert_eq!(k.applied_opts(), [opts(&want), vec![Opt::double_stage()]].concat());
     assert_eq!(k.describe(), "(64, 32 | 16, 8 | 512 | 8, 8 | 8) global/local/reduce/upcast/unroll");
 }
 
@@ -203,7 +204,7 @@ fn smaller_gemm_takes_a_smaller_tile_to_keep_threads() {
     // an 8x8 tile would leave 16384 threads for a 1024^2 output: the tile shrinks to 4x4
     let k = optimized(&matmul_ast(1024, 1024, 1024), big_gpu());
     let want = [(Upcast, 0, 4), (Upcast, 1, 4), (Unroll, 0, 8), (Local, 1, 16), (Local, 0, 8)];
-    assert_eq!(k.applied_opts(), opts(&want));
+    assert_eq!(k.applied_opts(), [opts(&want), vec![Opt::double_stage()]].concat());
     // odd sizes take the tile that divides them
     let odd = optimized(&matmul_ast(1000, 1020, 999), big_gpu());
     assert_eq!(odd.upcasted(), 2, "{}", odd.describe());

@@ -121,6 +121,22 @@ fn stage_takes_a_tiled_matmul_last_and_refuses_the_rest() {
     assert_eq!(k.applied_opts().last(), Some(&Opt::stage()));
     assert!(matches!(err(&mut k, opt(OptOps::Upcast, 0, 2)), OptError::Stage(_)), "STAGE is the last opt");
     assert_eq!("Opt(op=STAGE)".parse::<Opt>(), Ok(Opt::stage()));
+    // two blocks of each factor: printed with the amount, parsed back; other amounts refused
+    assert_eq!(Opt::double_stage().to_string(), "Opt(op=STAGE, arg=2)");
+    assert_eq!("Opt(op=STAGE, arg=2)".parse::<Opt>(), Ok(Opt::double_stage()));
+    let mut twice = kernel(&matmul_ast(64, 64, 64));
+    for o in [
+        opt(OptOps::Upcast, 0, 4),
+        opt(OptOps::Upcast, 1, 4),
+        opt(OptOps::Unroll, 0, 4),
+        opt(OptOps::Local, 1, 16),
+        opt(OptOps::Local, 0, 8),
+    ] {
+        twice.apply_opt(o).unwrap();
+    }
+    let three = Opt { arg: 3, ..Opt::stage() };
+    assert!(matches!(err(&mut twice.clone(), three), OptError::Stage(_)), "one or two blocks");
+    twice.apply_opt(Opt::double_stage()).unwrap();
     // a sum of one load, and a target without workgroup memory, have nothing to stage
     let mut sum = kernel(&sum_ast(&[64, 256], &[1]));
     sum.apply_opt(opt(OptOps::Local, 0, 16)).unwrap();

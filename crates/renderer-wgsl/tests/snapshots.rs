@@ -177,6 +177,32 @@ fn gemm_register_tile_staged_in_workgroup_memory() {
 }
 
 #[test]
+fn gemm_register_tile_double_staged_in_workgroup_memory() {
+    // STAGE with two blocks: step 0's blocks copied before the loop, then one barrier a step,
+    // the step's reads from the half of its parity and the next step's copy into the other
+    // (k = 16: two steps of 8)
+    let mode = OptMode::Given(vec![
+        Opt::new(OptOps::Upcast, 0, 4),
+        Opt::new(OptOps::Upcast, 1, 4),
+        Opt::new(OptOps::Unroll, 0, 8),
+        Opt::new(OptOps::Local, 1, 4),
+        Opt::new(OptOps::Local, 0, 2),
+        Opt::double_stage(),
+    ]);
+    let source = wgsl(&matmul_ast(32, 32, 16), mode, &FULL);
+    assert_eq!(source.matches("workgroupBarrier();").count(), 1, "one barrier a step:\n{source}");
+    let (before, in_loop) = source.split_once("for (").expect("a reduce loop");
+    assert!(
+        before.contains("tile_a[") && before.contains("tile_b["),
+        "the first copy before the loop:\n{source}"
+    );
+    let (barrier, after) = in_loop.split_once("workgroupBarrier();").expect("a barrier in the loop");
+    assert!(!barrier.contains("tile_"), "the barrier opens the step:\n{source}");
+    assert!(after.contains("] = "), "the next copy in the loop:\n{source}");
+    insta::assert_snapshot!(source);
+}
+
+#[test]
 fn vector_fallbacks() {
     let up4 = OptMode::Given(vec![Opt::new(OptOps::Upcast, 0, 4)]);
     let shifted = |by: i64| load(1, strided(&[64], &[1], by));

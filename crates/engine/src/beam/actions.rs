@@ -37,7 +37,7 @@ pub static ACTIONS: LazyLock<Vec<Opt>> = LazyLock::new(|| {
     actions.extend([Opt::new(OptOps::Local, 0, 32), Opt::new(OptOps::Local, 6, 2)]);
     actions.extend((0..5).flat_map(|a| (a + 1..5).map(move |b| Opt::new(OptOps::Swap, a, b))));
     actions.push(Opt::nolocals());
-    actions.push(Opt::stage());
+    actions.extend([Opt::stage(), Opt::double_stage()]);
     actions
 });
 
