@@ -4,9 +4,10 @@
 //! in the factor's own memory order so that neighbouring threads copy neighbouring elements
 //! (vector loads where the factor is contiguous), between two barriers; the tiles then read
 //! their lanes from there. With two blocks of each (`STAGE` arg 2) the copy of the next step
-//! runs in the same barrier interval as the tiles' work on this one ([`stage_tiles`]). The block is laid out reduce axes outer and output axes inner, so a
-//! thread's lanes along its upcast output axis are neighbours (vector loads of workgroup
-//! memory), rows padded against bank conflicts. It takes every kernel whose one reduce is a sum
+//! runs in the same barrier interval as the tiles' work on this one ([`stage_tiles`]). The
+//! block is laid out reduce axes outer and output axes inner, so a thread's lanes along its
+//! upcast output axis are neighbours (vector loads of workgroup memory), rows padded against
+//! bank conflicts. It takes every kernel whose one reduce is a sum
 //! of the product of two unmasked loads, with a workgroup and no grouped reduce, where the
 //! blocks split evenly over the threads and fit the target's workgroup memory, once the STAGE
 //! opt asked for it (the last opt: later ones are refused, so the kernel stays stageable).

@@ -9,9 +9,9 @@
 //! [`Device::sync`] submits it with everything recorded after it. A loop whose host outruns the
 //! device so sends its work in a few large submits instead of one per step (each submit costs
 //! host time: wgpu's bookkeeping, the driver), and one of them waits queued behind the running
-//! one, so the device does not idle until the host notices it finished. [`Device::record`] leaves a batch for the next
-//! submit whatever the device is doing, so a schedule and the readback of its result are one
-//! submit.
+//! one, so the device does not idle until the host notices it finished. [`Device::record`]
+//! leaves a batch for the next submit whatever the device is doing, so a schedule and the
+//! readback of its result are one submit.
 //!
 //! Batches and the readback or timed work after them are recorded as compute passes (and
 //! copies) into one open command encoder, finished only when the stream is submitted or an

@@ -8,11 +8,11 @@
 //! workgroup puts neighbouring `n` tiles on neighbouring threads (the first LOCAL is the
 //! fastest-varying thread id), then `m` tiles; when the second load is contiguous along the
 //! reduce (`x @ W.T`), mostly `m` tiles. Both factors are staged in workgroup memory (STAGE,
-//! `tile_stage.rs`): two blocks of each for `x @ W`, one for `x @ W.T`. The tile shrinks while it would leave fewer
-//! threads than half the target's `parallelism`. Measured on an H200 (scalar loads): a 4096^3
-//! f32 GEMM runs at 19.9-20.9 TFLOP/s with the 8x8 tile, a 16x8 workgroup and k unrolled by 8,
-//! against 7.1 with tinygrad's 4x4 rules; 1024^3 at 14.2 with a 4x4 tile (an 8x8 one leaves 64
-//! workgroups for 132 multiprocessors).
+//! `tile_stage.rs`): two blocks of each for `x @ W`, one for `x @ W.T`. The tile shrinks while
+//! it would leave fewer threads than half the target's `parallelism`. Measured on an H200
+//! before staging (scalar loads): a 4096^3 f32 GEMM ran at 19.9-20.9 TFLOP/s with the 8x8 tile,
+//! a 16x8 workgroup and k unrolled by 8, against 7.1 with tinygrad's 4x4 rules; 1024^3 at 14.2
+//! with a 4x4 tile (an 8x8 one leaves 64 workgroups for 132 multiprocessors).
 
 use super::operands::{mul_operands, strides};
 use super::{int, try_opt};
