@@ -6,6 +6,7 @@ use common::*;
 use wgrad_codegen::{AxisKind, Kernel, Opt, OptError, OptOps, Target};
 use wgrad_dtype::DType;
 use wgrad_ops::{Ops, UOp};
+use wgrad_shape::{ShapeTracker, Sint, Variable, View};
 
 fn on(ast: &UOp, target: Target) -> Kernel {
     Kernel::new(ast, target).unwrap()
@@ -145,6 +146,30 @@ fn stage_takes_a_tiled_matmul_last_and_refuses_the_rest() {
         err(&mut on(&matmul_ast(64, 64, 64), Target::no_locals()), Opt::stage()),
         OptError::Stage(_)
     ));
+}
+
+#[test]
+fn double_stage_needs_a_reduce_of_known_length() {
+    // A stored (k, m) times B (k, n): over a symbolic k the next step's copy could read past
+    // the real end, so only one block is staged; over k = 64 both work
+    let tiled = |k: Sint| {
+        let shape = [Sint::int(64), Sint::int(64), k];
+        let view = |strides: &[i64]| {
+            ShapeTracker::from_view(View::new(&shape, &sints(strides), Sint::int(0), None).unwrap())
+        };
+        let product = load(1, view(&[1, 0, 64])) * load(2, view(&[0, 1, 64]));
+        let mut k = kernel(&store_ast(st(&[64, 64, 1]), product.reduce_axis(Ops::Add, &[2])));
+        for (op, axis, amt) in
+            [(OptOps::Upcast, 0, 4), (OptOps::Upcast, 1, 4), (OptOps::Local, 1, 4), (OptOps::Local, 0, 4)]
+        {
+            k.apply_opt(opt(op, axis, amt)).unwrap();
+        }
+        k
+    };
+    let symbolic = tiled(Sint::var(&Variable::new("k", 1, 64).unwrap()));
+    assert!(matches!(err(&mut symbolic.clone(), Opt::double_stage()), OptError::Stage(_)));
+    symbolic.clone().apply_opt(Opt::stage()).unwrap();
+    tiled(Sint::int(64)).apply_opt(Opt::double_stage()).unwrap();
 }
 
 #[test]
