@@ -158,41 +158,31 @@ pub(crate) fn stage_tiles(
     let reduce =
         ast.toposort().into_iter().find(|u| u.op() == Ops::ReduceAxis).ok_or_else(|| unexpected(ast))?;
     let (a, b) = tc_factors(&reduce).ok_or_else(|| unexpected(&reduce))?;
-    let loads = [a, b];
     let full = k.full_shape();
     let (fr, fu) = (k.first_reduce(), k.first_upcast());
     let blocks = k.staged as i64;
-    let locals: Vec<UOp> = stages
-        .iter()
-        .zip(["tile_a", "tile_b"])
-        .map(|(stage, name)| {
-            let dtype = stage.dtype.ptr_sized(AddrSpace::Local, (blocks * stage.size) as usize);
-            UOp::new(Ops::DefineLocal, dtype, [], Arg::Str(name.into()))
-        })
-        .collect();
-    let ranges = (fr..fu).map(|a| lw.ridxs[a].clone());
-    let staged = |top: &UOp, halves: &[UOp]| -> HashMap<UOp, Staged> {
-        stages
+    let factors = [(&stages[0], a, "tile_a"), (&stages[1], b, "tile_b")].map(|(stage, load, name)| {
+        let dtype = stage.dtype.ptr_sized(AddrSpace::Local, (blocks * stage.size) as usize);
+        let local = UOp::new(Ops::DefineLocal, dtype, [], Arg::Str(name.into()));
+        Factor { stage, load, local }
+    });
+    let staged = |top: &UOp, halves: [UOp; 2]| -> HashMap<UOp, Staged> {
+        factors
             .iter()
-            .enumerate()
-            .map(|(f, stage)| {
-                let (local, top, half) = (locals[f].clone(), top.clone(), halves[f].clone());
-                (loads[f].clone(), Staged { local, top, half, strides: stage.strides.clone() })
+            .zip(halves)
+            .map(|(f, half)| {
+                let strides = f.stage.strides.clone();
+                (f.load.clone(), Staged { local: f.local.clone(), top: top.clone(), half, strides })
             })
             .collect()
     };
+    let ranges = (fr..fu).map(|a| lw.ridxs[a].clone());
     let zero = UOp::index_const(0);
     if blocks == 1 {
         let top = UOp::new(Ops::Barrier, DType::VOID, ranges.collect::<Vec<_>>(), Arg::None);
-        let mut step = vec![];
-        for (f, stage) in stages.iter().enumerate() {
-            step.extend(copies(k, lw, stage, &loads[f], &locals[f], &[], &zero, Some(&top))?);
-        }
-        if step.is_empty() {
-            return Err(unexpected(ast));
-        }
+        let step = copies(k, lw, &factors, &[], &[zero.clone(), zero.clone()], Some(&top))?;
         let after = UOp::new(Ops::Barrier, DType::VOID, step, Arg::None);
-        return Ok((staged(&after, &[zero.clone(), zero]), vec![]));
+        return Ok((staged(&after, [zero.clone(), zero]), vec![]));
     }
     // the reduce step as one number, the next one (the last step's own again) and its digits
     let sizes: Vec<i64> = (fr..fu).map(|a| full[a].vmax()).collect();
@@ -208,39 +198,32 @@ pub(crate) fn stage_tiles(
         next_idxs.push((a, rest.rem(&UOp::index_const(n))));
         rest = rest.floordiv(&UOp::index_const(n));
     }
-    let first_idxs: Vec<(usize, UOp)> = (fr..fu).map(|a| (a, UOp::index_const(0))).collect();
-    let parity = |s: &UOp| s.rem(&UOp::index_const(2));
-    let mut first = vec![];
-    for (f, stage) in stages.iter().enumerate() {
-        first.extend(copies(k, lw, stage, &loads[f], &locals[f], &first_idxs, &zero, None)?);
-    }
-    if first.is_empty() {
-        return Err(unexpected(ast));
-    }
+    let first_idxs: Vec<(usize, UOp)> = (fr..fu).map(|a| (a, zero.clone())).collect();
+    let first = copies(k, lw, &factors, &first_idxs, &[zero.clone(), zero], None)?;
     let top = UOp::new(Ops::Barrier, DType::VOID, ranges.chain(first).collect::<Vec<_>>(), Arg::None);
-    let mut next_copies = vec![];
-    let mut halves = vec![];
-    for (f, stage) in stages.iter().enumerate() {
-        let size = UOp::index_const(stage.size);
-        let other = parity(&after).mul(&size);
-        next_copies.extend(copies(k, lw, stage, &loads[f], &locals[f], &next_idxs, &other, Some(&top))?);
-        halves.push(parity(&step).mul(&size));
-    }
-    Ok((staged(&top, &halves), next_copies))
+    // the element offset of the half a step of `parity` uses, for each factor
+    let halves = |parity: &UOp| stages.each_ref().map(|s| parity.mul(&UOp::index_const(s.size)));
+    let two = UOp::index_const(2);
+    let next_copies = copies(k, lw, &factors, &next_idxs, &halves(&after.rem(&two)), Some(&top))?;
+    Ok((staged(&top, halves(&step.rem(&two))), next_copies))
 }
 
-/// The stores that copy the block of `stage`'s factor `load` for the reduce step whose reduce
-/// axes' indices are `reduce_idxs` into `local` from element `half` on, each thread its share
-/// (the first local axis fastest), their global loads after `gate`.
-#[allow(clippy::too_many_arguments)]
+/// One factor being staged: its block, its load and its workgroup memory.
+struct Factor<'a> {
+    stage: &'a TileStage,
+    load: UOp,
+    local: UOp,
+}
+
+/// The stores that copy both factors' blocks of the reduce step whose reduce axes' indices are
+/// `reduce_idxs` into their workgroup memories from element `halves[f]` on, each thread its
+/// share (the first local axis fastest), their global loads after `gate`.
 fn copies(
     k: &Kernel,
     lw: &Lowerer,
-    stage: &TileStage,
-    load: &UOp,
-    local: &UOp,
+    factors: &[Factor<'_>; 2],
     reduce_idxs: &[(usize, UOp)],
-    half: &UOp,
+    halves: &[UOp; 2],
     gate: Option<&UOp>,
 ) -> Result<Vec<UOp>, LowerError> {
     let full = k.full_shape();
@@ -249,39 +232,45 @@ fn copies(
         .rev()
         .fold(UOp::index_const(0), |acc, a| acc.mul(&UOp::index_const(full[a].vmax())).add(&lw.idxs[a]));
     let threads = k.local_size();
-    let elements: i64 = stage.copy.iter().map(|&a| full[a].vmax()).product();
     let mut stores = vec![];
-    for round in 0..elements / (threads * stage.vector) {
-        // the digits of this thread's vector, the last axis counted in vectors
-        let mut rest = thread.add(&UOp::index_const(threads * round));
-        let mut digits = HashMap::new();
-        for (n, &a) in stage.copy.iter().enumerate().rev() {
-            let unit = if n + 1 == stage.copy.len() { stage.vector } else { 1 };
-            let extent = UOp::index_const(full[a].vmax() / unit);
-            digits.insert(a, rest.rem(&extent).mul(&UOp::index_const(unit)));
-            rest = rest.floordiv(&extent);
-        }
-        let last = stage.copy[stage.copy.len() - 1];
-        for c in 0..stage.vector {
-            let mut idxs = lw.idxs.clone();
-            idxs.extend(lw.upcast_sizes.iter().map(|_| UOp::index_const(0)));
-            for (a, i) in reduce_idxs {
-                idxs[*a] = i.clone();
+    for (Factor { stage, load, local }, half) in factors.iter().zip(halves) {
+        let elements: i64 = stage.copy.iter().map(|&a| full[a].vmax()).product();
+        for round in 0..elements / (threads * stage.vector) {
+            // the digits of this thread's vector, the last axis counted in vectors
+            let mut rest = thread.add(&UOp::index_const(threads * round));
+            let mut digits = HashMap::new();
+            for (n, &a) in stage.copy.iter().enumerate().rev() {
+                let unit = if n + 1 == stage.copy.len() { stage.vector } else { 1 };
+                let extent = UOp::index_const(full[a].vmax() / unit);
+                digits.insert(a, rest.rem(&extent).mul(&UOp::index_const(unit)));
+                rest = rest.floordiv(&extent);
             }
-            let mut position = half.clone();
-            for &a in &stage.copy {
-                let digit = if a == last { digits[&a].add(&UOp::index_const(c)) } else { digits[&a].clone() };
-                position = position.add(&digit.mul(&UOp::index_const(stage.strides[&a])));
-                idxs[a] = digit;
+            let last = stage.copy[stage.copy.len() - 1];
+            for c in 0..stage.vector {
+                let mut idxs = lw.idxs.clone();
+                idxs.extend(lw.upcast_sizes.iter().map(|_| UOp::index_const(0)));
+                for (a, i) in reduce_idxs {
+                    idxs[*a] = i.clone();
+                }
+                let mut position = half.clone();
+                for &a in &stage.copy {
+                    let digit =
+                        if a == last { digits[&a].add(&UOp::index_const(c)) } else { digits[&a].clone() };
+                    position = position.add(&digit.mul(&UOp::index_const(stage.strides[&a])));
+                    idxs[a] = digit;
+                }
+                let index = lw.index(&load.src()[0], &load.src()[1], &idxs, &[], None)?;
+                let value = match gate {
+                    Some(g) => UOp::load(stage.dtype, [index, g.clone()]),
+                    None => UOp::load(stage.dtype, [index]),
+                };
+                let target = UOp::new(Ops::Index, local.dtype(), [local.clone(), position], Arg::None);
+                stores.push(UOp::store([target, value]));
             }
-            let index = lw.index(&load.src()[0], &load.src()[1], &idxs, &[], None)?;
-            let value = match gate {
-                Some(g) => UOp::load(stage.dtype, [index, g.clone()]),
-                None => UOp::load(stage.dtype, [index]),
-            };
-            let target = UOp::new(Ops::Index, local.dtype(), [local.clone(), position], Arg::None);
-            stores.push(UOp::store([target, value]));
         }
+    }
+    if stores.is_empty() {
+        return Err(unexpected(&factors[0].load));
     }
     Ok(stores)
 }
