@@ -118,7 +118,10 @@ impl<'a> Writer<'a> {
             flatten,
             widths: vector_buffers(program, caps),
             local_widths: vector_locals(program, caps),
-            stored: only_stored(program),
+            stored: match caps.f16_rounding {
+                F16Rounding::Stores => only_stored(program),
+                F16Rounding::Native | F16Rounding::Software => UOpSet::default(),
+            },
             native_f16: false,
         }
     }
