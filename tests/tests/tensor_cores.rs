@@ -117,16 +117,26 @@ fn kernels_tc_does_not_fit_are_refused() {
 #[test]
 fn the_heuristics_use_tensor_cores_for_half_matmuls_only() {
     let mm =
-        HalfMatmul { b: 1, m: 64, n: 64, k: 32, a_t: false, b_t: true, cast_first: false, half_out: true };
+        HalfMatmul { b: 1, m: 64, n: 64, k: 512, a_t: false, b_t: true, cast_first: false, half_out: true };
     // a target wanting few threads gets 4x4 tiles per subgroup: a 64x64 block
     let few = Target { parallelism: 64, ..tensor_core_target() };
-    let (k, _) = compile(&mm.case().ast, &few, &OptMode::Heuristic, "k").expect("compiles");
+    let opts = |mm: HalfMatmul| {
+        compile(&mm.case().ast, &few, &OptMode::Heuristic, "k").expect("compiles").0.describe_opts()
+    };
     assert_eq!(
-        k.describe_opts(),
+        opts(mm),
         "[Opt(op=TC, axis=0, arg=0), Opt(op=UPCAST, axis=1, arg=4), Opt(op=UPCAST, axis=0, arg=4)]"
     );
     check_mode(mm, &few, OptMode::Heuristic);
     check_mode(mm, &tensor_core_target(), OptMode::Heuristic);
+    // a short reduce (at most 24 k tiles): 4x2 tiles a subgroup, 2x4 subgroups, a k tile a step
+    let short = HalfMatmul { m: 128, n: 128, k: 64, ..mm };
+    assert_eq!(
+        opts(short),
+        "[Opt(op=TC, axis=0, arg=0), Opt(op=UPCAST, axis=1, arg=2), Opt(op=UPCAST, axis=0, arg=4), \
+         Opt(op=LOCAL, axis=1, arg=4), Opt(op=LOCAL, axis=0, arg=2)]"
+    );
+    check_mode(short, &few, OptMode::Heuristic);
     let wmma = |target: &Target, case: Case| {
         let (_, program) = compile(&case.ast, target, &OptMode::Heuristic, "k").expect("compiles");
         program.uops.iter().any(|u| u.op() == wgrad_ops::Ops::Wmma)
@@ -135,4 +145,29 @@ fn the_heuristics_use_tensor_cores_for_half_matmuls_only() {
     assert!(wmma(&tensor_core_target(), mm.case()));
     assert!(!wmma(&Target::generic_gpu(), mm.case()));
     assert!(!wmma(&tensor_core_target(), wgrad_conformance::shapes::matmul(64, 64, 32)));
+}
+
+#[test]
+fn the_short_reduce_plan_takes_kernels_that_fill_the_device() {
+    // MiniLM's f16 matmuls on a discrete GPU's parallelism: the heuristics' opts, compiled only
+    let gpu = Target { parallelism: 1 << 17, shared_max: 49152, ..tensor_core_target() };
+    let warps = |m: usize, n: usize, k: usize| {
+        let mm = HalfMatmul { b: 1, m, n, k, a_t: false, b_t: true, cast_first: false, half_out: true };
+        let (kernel, _) = compile(&mm.case().ast, &gpu, &OptMode::Heuristic, "k").expect("compiles");
+        let has = |op: OptOps| kernel.applied_opts().iter().any(|o| o.op == op);
+        assert!(has(OptOps::Tc), "{}", kernel.describe_opts());
+        (
+            kernel.full_shape()[kernel.global_dims()..kernel.first_reduce()]
+                .iter()
+                .map(|s| s.vmax())
+                .product::<i64>(),
+            has(OptOps::Unroll),
+        )
+    };
+    // K = 384 into 1152 columns: 1152 workgroups of 2x4 subgroups, one k tile a step
+    assert_eq!(warps(16384, 1152, 384), (8, false));
+    // 384 columns: 384 workgroups would not fill the device, so 2x2 subgroups, two k tiles
+    assert_eq!(warps(16384, 384, 384), (4, true));
+    // a long reduce keeps 2x2 subgroups
+    assert_eq!(warps(1024, 1024, 1024), (4, true));
 }

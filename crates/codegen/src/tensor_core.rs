@@ -95,6 +95,12 @@ impl Kernel {
         (0..self.first_reduce()).filter(|&i| reads(&sa[i]) != reads(&sb[i])).collect()
     }
 
+    /// After TC: the output axes of the tiles only the second factor reads (its columns, `n`).
+    pub(crate) fn tc_column_axes(&self) -> Vec<usize> {
+        let Some([sa, sb]) = self.tc.as_ref().and(self.tc_factor_strides()) else { return vec![] };
+        (0..self.first_reduce()).filter(|&i| !reads(&sa[i]) && reads(&sb[i])).collect()
+    }
+
     /// Checks and applies `Opt(TC, axis, arg)`.
     pub(crate) fn apply_tc(&mut self, axis: usize, arg: usize) -> Result<(), OptError> {
         let refuse = |why: String| Err(OptError::TensorCore(why));

@@ -1,12 +1,23 @@
 //! Tensor cores for a half-precision matmul-shaped kernel, where the target has them: the
-//! first TC configuration and axis choice the kernel takes, then more tiles per subgroup
-//! (UPCAST 4, else 2, on each output axis of the tiles: up to the 4x4 tiles of a 64x64 block)
-//! while enough subgroups stay to keep a quarter of the target's `parallelism` busy; then 2x2
-//! subgroups per workgroup (LOCAL 2 on each output axis), which stages both factors' blocks
-//! in workgroup memory, two k tiles a step (UNROLL 2). On the H200 a 4096^3 f16 GEMM went from
-//! 104 TFLOP/s with one subgroup a workgroup to 133-140 with 2x2 (docs/PERFORMANCE.md).
+//! first TC configuration and axis choice the kernel takes, then more tiles per subgroup and
+//! several subgroups per workgroup, which stages both factors' blocks in workgroup memory.
+//!
+//! - The usual plan: UPCAST 4, else 2, on each output axis of the tiles (up to the 4x4 tiles of
+//!   a 64x64 block) while enough subgroups stay to keep a quarter of the target's `parallelism`
+//!   busy; then 2x2 subgroups (LOCAL 2 on each output axis), two k tiles a step (UNROLL 2). On
+//!   the H200 a 4096^3 f16 GEMM went from 104 TFLOP/s with one subgroup a workgroup to 133-140
+//!   with 2x2 (docs/PERFORMANCE.md).
+//! - A short reduce (at most [`SHORT_REDUCE_TILES`] k tiles, as MiniLM's K = 384 matmuls) over
+//!   enough workgroups to fill the device: 4x2 tiles a subgroup and 2x4 subgroups (the same
+//!   128x128 block), one k tile a step. Its staged blocks take half the workgroup memory, so
+//!   more workgroups share a multiprocessor. On the H200 it ran MiniLM's K = 384 projections
+//!   6-13% faster and its attention scores 4% faster; the 4096^3 GEMM would run 3x slower, and
+//!   a 384-wide output (384 workgroups) 4% slower (docs/PERFORMANCE.md).
 
 use crate::{Kernel, Opt, OptOps};
+
+/// The longest reduce (in k tiles) that takes the short-reduce plan.
+const SHORT_REDUCE_TILES: i64 = 24;
 
 /// Applies TC and its tile plan; returns whether TC applied.
 pub(super) fn tensor_cores(k: &mut Kernel) -> bool {
@@ -17,18 +28,46 @@ pub(super) fn tensor_cores(k: &mut Kernel) -> bool {
     if !applied {
         return false;
     }
+    let (fr, fu) = (k.first_reduce(), k.first_upcast());
+    let k_tiles: i64 = k.full_shape()[fr..fu].iter().map(|s| s.vmax()).product();
+    if k_tiles <= SHORT_REDUCE_TILES {
+        let mut short = k.clone();
+        short_reduce_plan(&mut short);
+        if fills_the_device(&short) {
+            *k = short;
+            return true;
+        }
+    }
+    usual_plan(k);
+    true
+}
+
+/// Whether the short-reduce plan took its whole block (2x4 subgroups) and its workgroups
+/// bring at least the target's `parallelism` threads: its gain is more workgroups on each
+/// multiprocessor, which needs more of them than the device holds at once.
+fn fills_the_device(k: &Kernel) -> bool {
+    let threads = k.target().subgroup_size.unwrap_or(1) as i64 * k.tc_warps();
+    let workgroups: i64 = k.full_shape()[..k.global_dims()].iter().map(|s| s.vmax()).product();
+    k.tc_warps() == 8 && workgroups * threads >= k.target().parallelism as i64
+}
+
+/// UPCAST by the first of `amounts` that keeps a quarter of the target busy, on `axis`.
+fn upcast_while_busy(k: &mut Kernel, axis: usize, amounts: &[usize]) {
     let threads = k.target().subgroup_size.unwrap_or(1) as i64;
     let busy = k.target().parallelism as i64 / 4;
+    for &amt in amounts {
+        let groups: i64 = k.full_shape()[..k.first_reduce()].iter().map(|s| s.vmax()).product();
+        if groups / amt as i64 * threads >= busy && k.apply_opt(Opt::new(OptOps::Upcast, axis, amt)).is_ok() {
+            return;
+        }
+    }
+}
+
+/// 2x2 subgroups of up to 4x4 tiles each, two k tiles a step.
+fn usual_plan(k: &mut Kernel) {
     // the last axis first: an axis upcast whole is dropped, which moves the ones after it
     for axis in k.tc_output_axes().into_iter().rev() {
-        for amt in [4, 2] {
-            let groups: i64 = k.full_shape()[..k.first_reduce()].iter().map(|s| s.vmax()).product();
-            if groups / amt as i64 * threads >= busy
-                && k.apply_opt(Opt::new(OptOps::Upcast, axis, amt)).is_ok()
-            {
-                break;
-            }
-        }
+        upcast_while_busy(k, axis, &[4, 2]);
     }
     for axis in k.tc_output_axes().into_iter().rev() {
         let _ = k.apply_opt(Opt::new(OptOps::Local, axis, 2));
@@ -36,5 +75,22 @@ pub(super) fn tensor_cores(k: &mut Kernel) -> bool {
     if k.local_dims() > 0 && k.first_upcast() > k.first_reduce() {
         let _ = k.apply_opt(Opt::new(OptOps::Unroll, 0, 2));
     }
-    true
+}
+
+/// 2x4 subgroups of 4x2 tiles each, one k tile a step.
+fn short_reduce_plan(k: &mut Kernel) {
+    // the innermost axis of the columns (`n`) and of the rows (`m`), found again after each opt
+    let column = |k: &Kernel| k.tc_column_axes().last().copied();
+    let row = |k: &Kernel| k.tc_output_axes().into_iter().rev().find(|a| !k.tc_column_axes().contains(a));
+    if let Some(n) = column(k) {
+        upcast_while_busy(k, n, &[2]);
+    }
+    if let Some(m) = row(k) {
+        upcast_while_busy(k, m, &[4, 2]);
+    }
+    for (axis, amt) in [(column(k), 4), (row(k), 2)] {
+        if let Some(axis) = axis {
+            let _ = k.apply_opt(Opt::new(OptOps::Local, axis, amt));
+        }
+    }
 }
