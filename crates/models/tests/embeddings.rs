@@ -1,10 +1,10 @@
-//! all-MiniLM-L6-v2 embeddings against the reference in `tests/fixtures/minilm`. Each file
-//! names its source: today a float64 numpy BERT (`make_numpy_reference.py`, each sentence
-//! unpadded, so the padding mask is checked too); PyTorch's own f32 and f16 results once
-//! `make_reference.py` has run on the GPU machine.
+//! all-MiniLM-L6-v2 embeddings against the reference in `tests/fixtures/minilm`: PyTorch's own
+//! f32 and f16 results (`make_reference.py`, sentence-transformers on an H200). Each file
+//! names its source.
 //!
 //! A BERT forward is heavy for lavapipe: float32 runs all 16 sentences (in length-sorted
-//! batches of 4, each padded), float16 the 13 of at most 40 tokens.
+//! batches of 4, each padded, so the padding mask is checked too), float16 the 13 of at most
+//! 40 tokens.
 
 mod common;
 
