@@ -143,10 +143,27 @@ fn rows_narrower_than_a_subgroup_share_workgroups() {
 }
 
 #[test]
-fn few_long_rows_are_grouped_but_many_short_rows_are_not() {
+fn many_short_rows_take_four_threads_a_row_and_unroll_every_load() {
+    // the attention softmax of MiniLM: 196608 rows of 128 keys, a max then a sum of exponentials
+    let x = load(1, st(&[128, 12, 128, 128]));
+    let max = x.reduce_axis(Ops::Max, &[3]);
+    let softmax = store_ast(st(&[128, 12, 128, 1]), (&x - &max).exp2().reduce_axis(Ops::Add, &[3]) + max);
+    let k = optimized(&softmax, big_gpu());
+    assert_eq!(k.applied_opts(), opts(&[(Local, 0, 8), (Unroll, 0, 4), (Group, 0, 4), (Unroll, 1, 0)]));
+    assert_eq!(k.local_size(), 32, "{}", k.describe());
+    // rows of 64: one step of 4 a thread
     let short = optimized(&sum_ast(&[1 << 18, 64], &[1]), big_gpu());
-    assert_eq!(short.group_for_reduces(), 0, "{}", short.describe());
-    // a reduce too short to share
+    assert_eq!(short.applied_opts(), opts(&[(Local, 0, 8), (Unroll, 0, 4), (Group, 0, 4), (Unroll, 1, 0)]));
+    // rows of 32 are too short to share; 200 does not split into 4 threads of 4-wide steps
+    for cols in [32, 200] {
+        let plain = optimized(&sum_ast(&[1 << 18, cols], &[1]), big_gpu());
+        assert_eq!(plain.group_for_reduces(), 0, "{}", plain.describe());
+    }
+}
+
+#[test]
+fn few_long_rows_are_grouped_but_few_short_rows_are_not() {
+    // a reduce too short to share, over too few rows to fill the target
     let tiny = optimized(&sum_ast(&[16, 128], &[1]), big_gpu());
     assert_eq!(tiny.group_for_reduces(), 0, "{}", tiny.describe());
 }

@@ -1,11 +1,12 @@
 //! Grouped reductions: a reduce with too few outputs to keep the device busy with one thread each
-//! (fewer than the target's `parallelism`) is split across a workgroup (GROUP), so that
-//! neighbouring threads read neighbouring elements and the partial results meet in workgroup
-//! memory. The group is the smallest power of two that brings the threads up to the target's
-//! parallelism (within 16..=256): every thread of a group later reads the group's partials
-//! back, all of them unless they were first combined in subgroups, so wider groups can cost more
-//! than they give (measured on an H200 without subgroups, row sum 4096x8192 f32: 3.26 TB/s with
-//! 32 threads a row and 8 elements a step, 0.82 TB/s with 256 threads and 1).
+//! (fewer than the target's `parallelism`), or rows too short to keep a thread's loads in
+//! flight, is split across a workgroup (GROUP), so that neighbouring threads read neighbouring
+//! elements and the partial results meet in workgroup memory. The group is the smallest power
+//! of two that brings the threads up to the target's parallelism (within 16..=256): every
+//! thread of a group later reads the group's partials back, all of them unless they were first
+//! combined in subgroups, so wider groups can cost more than they give (measured on an H200
+//! without subgroups, row sum 4096x8192 f32: 3.26 TB/s with 32 threads a row and 8 elements a
+//! step, 0.82 TB/s with 256 threads and 1).
 //!
 //! - A *row* reduce (a reduce axis that every load reads contiguously or not at all) is first
 //!   unrolled by 8 (or 4, 2), so each thread reads a run of neighbouring elements (16-byte loads
@@ -19,6 +20,9 @@
 //!   took 90 us in f32 with tinygrad's upcasts (4096 threads of 12 outputs) and 21 us grouped
 //!   (H100).
 //! - Otherwise the largest reduce axis is grouped.
+//! - Many short rows (outputs enough for one thread each, rows of 64 to 255 neighbouring
+//!   elements, as the attention softmax's): a few threads a row, every load unrolled
+//!   ([`short_rows`]).
 //!
 //! Each thread runs at least [`MIN_ITERATIONS`] loop steps of its own before the partials meet.
 //! A kernel with nested reduces (all over the same axes: a max inside a sum) is grouped as its
@@ -51,6 +55,8 @@ const VECTOR: usize = 4;
 const FILLED: usize = 128;
 /// Smallest and largest group of a column reduce.
 const COLUMN_GROUPS: (usize, usize) = (2, 64);
+/// Many short rows: elements a thread reads a step, threads a row, rows a workgroup.
+const SHORT_ROW: (usize, usize, usize) = (4, 4, 8);
 
 /// Group sizes to try, best first: the smallest power of two within `(lo, hi)` that makes
 /// `outputs * group >= wanted`, then narrower ones, then wider ones.
@@ -73,7 +79,7 @@ pub(super) fn group_reduce(k: &mut Kernel) -> bool {
     };
     let outputs: usize = sizes[..fr].iter().product();
     let reduce: usize = sizes[fr..].iter().product();
-    if fr >= fu || outputs >= target.parallelism {
+    if fr >= fu {
         return false;
     }
     let loads: Vec<Vec<Option<i64>>> = reduce_loads(k).into_iter().map(|i| strides(k, i)).collect();
@@ -82,6 +88,10 @@ pub(super) fn group_reduce(k: &mut Kernel) -> bool {
             && loads.iter().all(|s| matches!(s[a], Some(0 | 1)))
             && loads.iter().any(|s| s[a] == Some(1))
     };
+    if outputs >= target.parallelism {
+        let short_row = fu - fr == 1 && contiguous(fr) && (MIN_COLUMN_REDUCE..MIN_REDUCE).contains(&reduce);
+        return short_row && mul_operands(k).is_none() && short_rows(k, reduce);
+    }
     let short_column =
         reduce >= MIN_COLUMN_REDUCE && outputs * 2 <= target.parallelism && mul_operands(k).is_none();
     if reduce < MIN_REDUCE && !short_column {
@@ -125,6 +135,36 @@ fn group_row(k: &mut Kernel, axis: usize, size: usize, groups: &[usize]) -> bool
         fill_workgroup(k);
     }
     grouped
+}
+
+/// Many short rows (a reduce of [`MIN_COLUMN_REDUCE`] to [`MIN_REDUCE`] neighbouring elements,
+/// outputs enough to fill the target one thread each): [`SHORT_ROW`]` = (vector, group, rows)`,
+/// each thread reading a vector of neighbours a step with every step unrolled (all its loads in
+/// flight at once), `group` threads a row and `rows` rows a workgroup (LOCAL on the first
+/// output axis that takes it). BEAM's pick for MiniLM's attention softmax (196608 rows of 128
+/// keys, f32, a max and a sum of exponentials): 91 -> 35 us on an H200, 2.9 TB/s, where one
+/// thread a row looping over it read 1.1 TB/s.
+fn short_rows(k: &mut Kernel, size: usize) -> bool {
+    let (vector, group, rows) = SHORT_ROW;
+    // rows shorter than MIN_REDUCE: at most 15 steps a thread
+    let steps = size / (vector * group);
+    if !size.is_multiple_of(vector * group) {
+        return false;
+    }
+    let fr = k.first_reduce();
+    let Some(axis) = (0..fr).find(|&a| int(&k.full_shape()[a]).is_some_and(|s| s.is_multiple_of(rows)))
+    else {
+        return false;
+    };
+    let mut tried = k.clone();
+    let planned = try_opt(&mut tried, OptOps::Local, axis, rows)
+        && try_opt(&mut tried, OptOps::Unroll, 0, vector)
+        && try_opt(&mut tried, OptOps::Group, 0, group)
+        && (steps == 1 || try_opt(&mut tried, OptOps::Unroll, 1, 0));
+    if planned {
+        *k = tried;
+    }
+    planned
 }
 
 /// Puts several rows of a grouped row reduce whose group is narrower than a subgroup (32
