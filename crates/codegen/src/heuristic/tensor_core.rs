@@ -9,8 +9,8 @@
 //!   with 2x2 (docs/PERFORMANCE.md).
 //! - A short reduce (at most [`SHORT_REDUCE_TILES`] k tiles, as MiniLM's K = 384 matmuls) over
 //!   enough workgroups to fill the device: 4x2 tiles a subgroup and 2x4 subgroups (the same
-//!   128x128 block), one k tile a step. Its staged blocks take half the workgroup memory, so
-//!   more workgroups share a multiprocessor. On the H200 it ran MiniLM's K = 384 projections
+//!   128x128 block), one k tile a step. Its staged blocks take 12 KiB instead of 20, so more
+//!   workgroups share a multiprocessor. On the H200 it ran MiniLM's K = 384 projections
 //!   6-13% faster and its attention scores 4% faster; the 4096^3 GEMM would run 3x slower, and
 //!   a 384-wide output (384 workgroups) 4% slower (docs/PERFORMANCE.md).
 
