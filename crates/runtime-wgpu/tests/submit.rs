@@ -5,7 +5,7 @@
 
 mod common;
 
-use wgrad_runtime_wgpu::{Device, MAX_PENDING};
+use wgrad_runtime_wgpu::{Device, DeviceKind, MAX_PENDING};
 
 const AXPY: &str = "
 @group(0) @binding(0) var<storage, read_write> y: array<f32>;
@@ -77,9 +77,18 @@ fn batches_handed_over_while_the_device_is_busy_share_a_submit() {
     }
     // y = 2y + 1 from 0, `steps` times, in order
     assert_eq!(device.read_as::<f32>(&y).unwrap()[0], (2f64.powi(steps as i32) - 1.0) as f32);
-    // the spin's, one for every four launches at most, and the readback's
+    // the spin's, one for every four launches at most, and the readback's, where the spin
+    // outlasts the loop. llvmpipe's submit behind a running one returns only when that one
+    // ends, so there the loop outlasts the spin and a later launch that finds the device idle
+    // goes at once, however the threads were scheduled (the exact order while the spin runs
+    // is the next test's)
     let submits = device.submits() - before;
-    assert!(submits <= 2 + steps as u64 / 4, "{steps} batches behind a long kernel took {submits} submits");
+    if device.adapter().kind != DeviceKind::Cpu {
+        assert!(
+            submits <= 2 + steps as u64 / 4,
+            "{steps} batches behind a long kernel took {submits} submits"
+        );
+    }
 }
 
 #[test]
