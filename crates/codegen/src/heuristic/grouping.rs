@@ -20,9 +20,9 @@
 //!   took 90 us in f32 with tinygrad's upcasts (4096 threads of 12 outputs) and 21 us grouped
 //!   (H100).
 //! - Otherwise the largest reduce axis is grouped.
-//! - Many short rows (outputs enough for one thread each, rows of 64 to 255 neighbouring
-//!   elements, as the attention softmax's): a few threads a row, every load unrolled
-//!   ([`short_rows`]).
+//! - Many short rows (outputs enough for one thread each and at least [`MIN_SHORT_ROWS`], rows
+//!   of 64 to 255 neighbouring elements, as the attention softmax's): a few threads a row,
+//!   every load unrolled ([`short_rows`]).
 //!
 //! Each thread runs at least [`MIN_ITERATIONS`] loop steps of its own before the partials meet.
 //! A kernel with nested reduces (all over the same axes: a max inside a sum) is grouped as its
@@ -57,6 +57,10 @@ const FILLED: usize = 128;
 const COLUMN_GROUPS: (usize, usize) = (2, 64);
 /// Many short rows: elements a thread reads a step, threads a row, rows a workgroup.
 const SHORT_ROW: (usize, usize, usize) = (4, 4, 8);
+/// Fewest rows that take the short-row plan, whatever the target's parallelism: measured where
+/// a thread a row thrashed a GPU's cache (196608 rows); on lavapipe, whose parallelism is 256,
+/// MNIST's weight-gradient sums (800 to 25600 rows of 64) made a training step 2.5% slower.
+const MIN_SHORT_ROWS: usize = 1 << 16;
 
 /// Group sizes to try, best first: the smallest power of two within `(lo, hi)` that makes
 /// `outputs * group >= wanted`, then narrower ones, then wider ones.
@@ -89,7 +93,10 @@ pub(super) fn group_reduce(k: &mut Kernel) -> bool {
             && loads.iter().any(|s| s[a] == Some(1))
     };
     if outputs >= target.parallelism {
-        let short_row = fu - fr == 1 && contiguous(fr) && (MIN_COLUMN_REDUCE..MIN_REDUCE).contains(&reduce);
+        let short_row = fu - fr == 1
+            && contiguous(fr)
+            && (MIN_COLUMN_REDUCE..MIN_REDUCE).contains(&reduce)
+            && outputs >= MIN_SHORT_ROWS;
         return short_row && mul_operands(k).is_none() && short_rows(k, reduce);
     }
     let short_column =
@@ -138,7 +145,7 @@ fn group_row(k: &mut Kernel, axis: usize, size: usize, groups: &[usize]) -> bool
 }
 
 /// Many short rows (a reduce of [`MIN_COLUMN_REDUCE`] to [`MIN_REDUCE`] neighbouring elements,
-/// outputs enough to fill the target one thread each): [`SHORT_ROW`]` = (vector, group, rows)`,
+/// outputs enough to fill the target one thread each, at least [`MIN_SHORT_ROWS`]): [`SHORT_ROW`]` = (vector, group, rows)`,
 /// each thread reading a vector of neighbours a step with every step unrolled (all its loads in
 /// flight at once), `group` threads a row and `rows` rows a workgroup (LOCAL on the first
 /// output axis that takes it). BEAM's pick for MiniLM's attention softmax (196608 rows of 128
