@@ -148,16 +148,16 @@ fn group_row(k: &mut Kernel, axis: usize, size: usize, groups: &[usize]) -> bool
 /// outputs enough to fill the target one thread each, at least [`MIN_SHORT_ROWS`]), planned by
 /// [`SHORT_ROW`]` = (vector, group, rows)`: each thread reads a vector of neighbours a step
 /// with every step unrolled (all its loads in flight at once), `group` threads a row, `rows`
-/// rows a workgroup (LOCAL on the first output axis that takes it). BEAM's pick for MiniLM's attention softmax (196608 rows of 128
-/// keys, f32, a max and a sum of exponentials): 91 -> 35 us on an H200, 2.9 TB/s, where one
-/// thread a row looping over it read 1.1 TB/s.
+/// rows a workgroup (LOCAL on the first output axis that takes it). BEAM's pick for MiniLM's
+/// attention softmax (196608 rows of 128 keys, f32, a max and a sum of exponentials): 91 -> 35
+/// us on an H200, 2.9 TB/s, where one thread a row looping over it read 1.1 TB/s.
 fn short_rows(k: &mut Kernel, size: usize) -> bool {
     let (vector, group, rows) = SHORT_ROW;
-    // rows shorter than MIN_REDUCE: at most 15 steps a thread
-    let steps = size / (vector * group);
     if !size.is_multiple_of(vector * group) {
         return false;
     }
+    // rows shorter than MIN_REDUCE: at most 15 steps a thread
+    let steps = size / (vector * group);
     let fr = k.first_reduce();
     let Some(axis) = (0..fr).find(|&a| int(&k.full_shape()[a]).is_some_and(|s| s.is_multiple_of(rows)))
     else {

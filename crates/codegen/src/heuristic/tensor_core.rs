@@ -46,9 +46,10 @@ pub(super) fn tensor_cores(k: &mut Kernel) -> bool {
 /// bring at least the target's `parallelism` threads: its gain is more workgroups on each
 /// multiprocessor, which needs more of them than the device holds at once.
 fn fills_the_device(k: &Kernel) -> bool {
-    let threads = k.target().subgroup_size.unwrap_or(1) as i64 * k.tc_warps();
+    let warps = k.tc_warps();
+    let threads = k.target().subgroup_size.unwrap_or(1) as i64 * warps;
     let workgroups: i64 = k.full_shape()[..k.global_dims()].iter().map(|s| s.vmax()).product();
-    k.tc_warps() == 8 && workgroups * threads >= k.target().parallelism as i64
+    warps == 8 && workgroups * threads >= k.target().parallelism as i64
 }
 
 /// UPCAST by the first of `amounts` that keeps a quarter of the target busy, on `axis`.
