@@ -4,8 +4,8 @@
 //! Steps:
 //! 1. verify the input and simplify it with `wgrad-ops`' symbolic rules (every `DefineGlobal`
 //!    of the input stays in the program, used or not);
-//! 2. every `Reduce(value, ranges...)` becomes `DefineAcc(identity)` arg `Int(id)` plus
-//!    `Assign(acc, acc <op> value)` (`Assign(acc, Wmma(a, b, acc))` for a sum of
+//! 2. every `Reduce(values..., ranges...)` becomes `DefineAcc(identity)` arg `Int(id)` plus
+//!    `Assign(acc, (acc <op> v0) <op> v1 ...)` (`Assign(acc, Wmma(a, b, acc))` for a sum of
 //!    `Wmma(a, b, 0)`); users of the reduction read the `DefineAcc`;
 //! 3. every node gets the set of ranges it depends on (a `DefineAcc`'s excludes the ranges it
 //!    reduces over; the update and the `Assign` include them);
@@ -99,31 +99,38 @@ pub fn linearize(sink: &UOp, name: &str) -> Result<Program, LinearizeError> {
 struct Acc {
     /// The `DefineAcc`.
     acc: UOp,
-    /// `acc <op> value`, computed inside the loops.
-    update: UOp,
+    /// The in-loop nodes that combine the values into the accumulator, in order; the last is
+    /// the update (`acc <op> value`, or the outermost `Wmma` of a tile chain).
+    steps: Vec<UOp>,
     /// `Assign(acc, update)`.
     assign: UOp,
-    /// The value reduced.
-    value: UOp,
+    /// The values reduced, combined into the accumulator in order.
+    values: Vec<UOp>,
     /// The ranges reduced over.
     ranges: Vec<UOp>,
 }
 
 impl Acc {
-    /// Whether `u` is part of the in-loop update: the update, the assign, or a `Wmma` of the
-    /// update's chain.
-    fn updates(&self, u: &UOp) -> bool {
-        let mut part = self.update.clone();
-        loop {
-            if *u == part || *u == self.assign {
-                return true;
-            }
-            match part.op() == Ops::Wmma && part.src()[2].op() == Ops::Wmma {
-                true => part = part.src()[2].clone(),
-                false => return false,
-            }
-        }
+    /// The accumulator's new value.
+    fn update(&self) -> &UOp {
+        self.steps.last().expect("an accumulator has an update")
     }
+
+    /// Whether `u` is part of the in-loop update: one of its steps, or the assign.
+    fn updates(&self, u: &UOp) -> bool {
+        *u == self.assign || self.steps.contains(u)
+    }
+}
+
+/// The steps folding `values` into `acc` with `op`, left to right; `swapped` puts the first
+/// value before the accumulator (a node of its own when the plain one is also used elsewhere).
+fn fold_steps(acc: &UOp, values: &[UOp], op: Ops, swapped: bool) -> Vec<UOp> {
+    let first = if swapped { values[0].alu(op, &[acc]) } else { acc.alu(op, &[&values[0]]) };
+    values[1..].iter().fold(vec![first], |mut steps, v| {
+        let next = steps[steps.len() - 1].alu(op, &[v]);
+        steps.push(next);
+        steps
+    })
 }
 
 /// `sink` with every `Reduce` replaced by its accumulator, and the accumulators.
@@ -133,9 +140,11 @@ fn reduce_to_acc(sink: &UOp) -> (UOp, Vec<Acc>) {
     for u in sink.toposort() {
         let src: Vec<UOp> = u.src().iter().map(|s| done[s].clone()).collect();
         let new = match (u.op(), u.arg()) {
-            (Ops::Reduce, _) if src.len() == 1 => src[0].clone(),
+            (Ops::Reduce, &Arg::Op(op)) if u.reduce_parts().1.is_empty() => {
+                src.iter().skip(1).fold(src[0].clone(), |a, v| a.alu(op, &[v]))
+            }
             (Ops::Reduce, &Arg::Op(op)) => {
-                let value = src[0].clone();
+                let (values, ranges) = src.split_at(u.reduce_parts().0.len());
                 let id = i64::try_from(accs.len()).unwrap_or(i64::MAX);
                 let acc = UOp::new(
                     Ops::DefineAcc,
@@ -145,12 +154,18 @@ fn reduce_to_acc(sink: &UOp) -> (UOp, Vec<Acc>) {
                 );
                 // a `Wmma` (or a chain of them, one per unrolled k tile) accumulates into the
                 // third operand of its innermost one
-                let update = match value.op() {
-                    Ops::Wmma => into_innermost(&value, &acc),
-                    _ => acc.alu(op, &[&value]),
+                let steps = match values {
+                    [wmma] if wmma.op() == Ops::Wmma => wmma_chain(into_innermost(wmma, &acc)),
+                    _ => fold_steps(&acc, values, op, false),
                 };
-                let assign = UOp::new(Ops::Assign, u.dtype(), [acc.clone(), update.clone()], Arg::None);
-                accs.push(Acc { acc: acc.clone(), update, assign, value, ranges: src[1..].to_vec() });
+                let assign = UOp::new(
+                    Ops::Assign,
+                    u.dtype(),
+                    [acc.clone(), steps[steps.len() - 1].clone()],
+                    Arg::None,
+                );
+                let (values, ranges) = (values.to_vec(), ranges.to_vec());
+                accs.push(Acc { acc: acc.clone(), steps, assign, values, ranges });
                 acc
             }
             _ if src.iter().zip(u.src()).all(|(a, b)| a == b) => u.clone(),
@@ -163,16 +178,25 @@ fn reduce_to_acc(sink: &UOp) -> (UOp, Vec<Acc>) {
     // same `acc <op> value` (a loop-invariant value), the update takes the swapped operands.
     let mut outside: UOpMap<()> = sink.toposort().into_iter().map(|u| (u, ())).collect();
     for a in &accs {
-        outside.extend(a.value.toposort().into_iter().map(|u| (u, ())));
+        outside.extend(a.values.iter().flat_map(UOp::toposort).map(|u| (u, ())));
     }
     for a in &mut accs {
-        if outside.contains_key(&a.update) {
-            let op = a.update.op();
-            a.update = a.value.alu(op, &[&a.acc]);
-            a.assign = a.assign.with_src([a.acc.clone(), a.update.clone()]);
+        if a.steps.iter().any(|s| outside.contains_key(s)) {
+            a.steps = fold_steps(&a.acc, &a.values, a.update().op(), true);
+            a.assign = a.assign.with_src([a.acc.clone(), a.update().clone()]);
         }
     }
     (sink, accs)
+}
+
+/// A chain of `Wmma`s through their third operands, innermost first.
+fn wmma_chain(outer: UOp) -> Vec<UOp> {
+    let mut chain = vec![outer];
+    while let Some(inner) = chain.last().map(|w| w.src()[2].clone()).filter(|c| c.op() == Ops::Wmma) {
+        chain.push(inner);
+    }
+    chain.reverse();
+    chain
 }
 
 /// `wmma` with the zero accumulator of the innermost `Wmma` of its chain (through third
@@ -259,8 +283,7 @@ impl Graph {
         let data_deps = |u: &UOp| {
             let mut d = u.src().to_vec();
             if let Some(a) = by_acc.get(u) {
-                d.push(a.value.clone());
-                d.extend(a.ranges.iter().cloned());
+                d.extend(a.values.iter().chain(&a.ranges).cloned());
             }
             d
         };
@@ -271,19 +294,20 @@ impl Graph {
                 m |= 1 << r;
             }
             if let Some(a) = by_acc.get(&u) {
-                let inner = a.ranges.iter().fold(rs[&a.value], |m, r| m | rs[r]);
+                let inner = a.values.iter().chain(&a.ranges).fold(0, |m, r| m | rs[r]);
                 m |= inner & !mask_of(&a.ranges);
             }
             rs.insert(u, m);
         }
         for a in accs {
-            let m = rs[&a.acc] | rs[&a.value] | mask_of(&a.ranges);
-            // the update and what it made on the way (a chain of `Wmma`s into the accumulator)
-            for u in a.update.toposort() {
+            let m = a.values.iter().fold(rs[&a.acc] | mask_of(&a.ranges), |m, v| m | rs[v]);
+            // the update and what it made on the way (the steps into the accumulator)
+            for u in a.update().toposort() {
                 rs.entry(u).or_insert(m);
             }
-            rs.insert(a.update.clone(), m);
-            rs.insert(a.assign.clone(), m);
+            for u in a.steps.iter().chain([&a.assign]) {
+                rs.insert(u.clone(), m);
+            }
         }
         for u in &nodes {
             let escapes = u

@@ -579,15 +579,13 @@ impl Lowerer {
                 ranges.push(self.ridxs[a].clone());
             }
         }
-        let mut acc: Option<UOp> = None;
-        for l in &lanes {
-            let v = self.lower(&u.src()[0], l)?;
-            acc = Some(match acc {
-                None => v,
-                Some(a) => a.alu(*op, &[&v]),
-            });
+        let values = lanes.iter().map(|l| self.lower(&u.src()[0], l)).collect::<Result<Vec<_>, _>>()?;
+        // a sum of products over loops keeps its lanes apart: each is added to the accumulator
+        // in turn, so each product contracts into a fused multiply-add
+        if !ranges.is_empty() && *op == Ops::Add && values.iter().all(|v| v.op() == Ops::Mul) {
+            return Ok(UOp::new(Ops::Reduce, u.dtype(), [values, ranges].concat(), Arg::Op(*op)));
         }
-        let value = acc.ok_or_else(|| unexpected(u))?;
+        let value = values.into_iter().reduce(|a, v| a.alu(*op, &[&v])).ok_or_else(|| unexpected(u))?;
         if ranges.is_empty() {
             return Ok(value);
         }

@@ -86,26 +86,30 @@ fn extent_of(u: &UOp, ext: &UOpMap<Extent>) -> Extent {
             e
         }
         (Ops::Reduce, _) => {
-            let mut e = ext[&u.src()[0]].clone();
-            e.loops.retain(|l| !u.src()[1..].contains(l));
+            let (values, ranges) = u.reduce_parts();
+            let mut e = merged(values, ext);
+            e.loops.retain(|l| !ranges.contains(l));
             e
         }
-        _ => {
-            let mut e = Extent::default();
-            for s in u.src() {
-                let se = &ext[s];
-                if e.shape.is_none() {
-                    e.shape.clone_from(&se.shape);
-                }
-                for l in &se.loops {
-                    if !e.loops.contains(l) {
-                        e.loops.push(l.clone());
-                    }
-                }
+        _ => merged(u.src(), ext),
+    }
+}
+
+/// The extent of an op over `src`: the first known shape, every loop of any source.
+fn merged(src: &[UOp], ext: &UOpMap<Extent>) -> Extent {
+    let mut e = Extent::default();
+    for s in src {
+        let se = &ext[s];
+        if e.shape.is_none() {
+            e.shape.clone_from(&se.shape);
+        }
+        for l in &se.loops {
+            if !e.loops.contains(l) {
+                e.loops.push(l.clone());
             }
-            e
         }
     }
+    e
 }
 
 /// Integer nodes that only compute addresses (under an `Index`'s index and gate).

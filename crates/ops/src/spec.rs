@@ -186,13 +186,12 @@ fn check(u: &UOp) -> Result<(), SpecViolation> {
         Ops::Reduce => {
             arity(u, |k| k >= 1, "1..")?;
             arg(matches!(u.arg(), Arg::Op(op) if REDUCE_OPS.contains(*op)), u, "Add|Mul|Max")?;
-            source_is(u, 0, dt)?;
-            match src[1..].iter().position(|r| r.op() != Ops::Range) {
-                Some(i) => Err(SpecViolation::DTypeClass {
-                    what: "reduce source",
-                    class: "a Range",
-                    got: src[i + 1].dtype(),
-                }),
+            let (values, ranges) = u.reduce_parts();
+            (0..values.len()).try_for_each(|i| source_is(u, i, dt))?;
+            match ranges.iter().find(|r| r.op() != Ops::Range) {
+                Some(r) => {
+                    Err(SpecViolation::DTypeClass { what: "reduce source", class: "a Range", got: r.dtype() })
+                }
                 None => Ok(()),
             }
         }

@@ -97,6 +97,14 @@ impl UOp {
         UOp::new(Ops::Range, end.dtype(), [end.clone()], Arg::Int(axis))
     }
 
+    /// A lowered `Reduce`'s values and ranges: the first source and every non-`Range` source
+    /// after it are values (combined in order after the accumulator), the rest its ranges.
+    pub fn reduce_parts(&self) -> (&[UOp], &[UOp]) {
+        let src = self.src();
+        let values = src.iter().skip(1).position(|r| r.op() == Ops::Range).map_or(src.len(), |i| i + 1);
+        src.split_at(values)
+    }
+
     /// The hardware index `name` (`gidx0`, `lidx1`) in `[0, size)`.
     pub fn special(name: &str, size: i64) -> UOp {
         UOp::new(Ops::Special, DType::I32, [], Arg::Special(name.into(), size))

@@ -273,7 +273,7 @@ fn pick_where(w: &UOp, r: &UOp) -> Option<UOp> {
 
 /// A sum reduce that [`pick`]s one iteration of one of its ranges, without that range.
 fn collapse(red: &UOp) -> Option<UOp> {
-    let (value, ranges) = red.src().split_first()?;
+    let ([value], ranges) = red.reduce_parts() else { return None };
     ranges.iter().enumerate().filter(|(_, r)| r.op() == Ops::Range).find_map(|(i, r)| {
         let picked = pick(value, r)?;
         let others: Vec<UOp> =

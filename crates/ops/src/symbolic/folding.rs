@@ -46,10 +46,23 @@ fn times_zero(x: &UOp, zero: &UOp) -> Option<UOp> {
 }
 
 /// A reduce of a constant: a sum of zeros or a product of ones is that constant, and so is
-/// a max over loops that each run at least once. (Such lanes appear where a mask zeroes a
-/// tile's lane; left in place they would need their loop both inside and outside the others.)
+/// a max over loops that each run at least once. A sum of several values drops its zeros.
+/// (Such lanes appear where a mask zeroes a tile's lane; left in place they would need their
+/// loop both inside and outside the others.)
 fn reduce_of_constant(r: &UOp) -> Option<UOp> {
-    let (c, ranges) = (r.src()[0].const_value()?, &r.src()[1..]);
+    let (values, ranges) = r.reduce_parts();
+    let is_zero = |v: &UOp| v.const_value().is_some_and(|c| c.to_f64() == 0.0);
+    if let [_, _, ..] = values {
+        if !matches!(r.arg(), Arg::Op(Ops::Add)) || !values.iter().any(is_zero) {
+            return None;
+        }
+        let kept: Vec<UOp> = values.iter().filter(|v| !is_zero(v)).cloned().collect();
+        return Some(match kept.is_empty() {
+            true => values[0].clone(),
+            false => r.with_src([kept, ranges.to_vec()].concat()),
+        });
+    }
+    let c = values[0].const_value()?;
     let runs = || ranges.iter().all(|x| x.src()[0].int_bounds().is_some_and(|(lo, _)| lo >= 1));
     let keep = match r.arg() {
         Arg::Op(Ops::Add) => c.to_f64() == 0.0,
@@ -57,7 +70,7 @@ fn reduce_of_constant(r: &UOp) -> Option<UOp> {
         Arg::Op(Ops::Max) => runs(),
         _ => false,
     };
-    keep.then(|| r.src()[0].clone())
+    keep.then(|| values[0].clone())
 }
 
 /// The rules of this phase, in order.
