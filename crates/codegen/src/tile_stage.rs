@@ -86,9 +86,13 @@ impl Kernel {
         if block.iter().any(|&a| strides[a].is_none()) {
             return None;
         }
-        // reduce (unrolled) axes outer, output axes inner, each in kernel order
+        // reduce (unrolled) axes outer, output axes inner, each in the factor's memory order (a
+        // warp's vector reads of an interleaved tile then touch neighbouring words)
         let output = self.output_shape();
-        let (outputs, reduces): (Vec<usize>, Vec<usize>) = block.iter().partition(|&&a| full[a] == output[a]);
+        let mut by_memory = block.clone();
+        by_memory.sort_by_key(|&a| std::cmp::Reverse(strides[a].map(i64::abs)));
+        let (outputs, reduces): (Vec<usize>, Vec<usize>) =
+            by_memory.iter().partition(|&&a| full[a] == output[a]);
         let row: i64 = outputs.iter().map(|&a| size(a)).product();
         let row_stride = if reduces.is_empty() { row } else { row + ROW_PAD };
         let mut layout = BTreeMap::new();
@@ -103,8 +107,7 @@ impl Kernel {
             step *= size(a);
         }
         // the copy follows the factor's memory: larger strides first
-        let mut copy = block.clone();
-        copy.sort_by_key(|&a| std::cmp::Reverse(strides[a].map(i64::abs)));
+        let copy = by_memory;
         let last = *copy.last()?;
         let elements: i64 = block.iter().map(|&a| size(a)).product();
         let contiguous = strides[last] == Some(1);

@@ -203,6 +203,25 @@ fn gemm_register_tile_double_staged_in_workgroup_memory() {
 }
 
 #[test]
+fn gemm_register_tile_interleaved_and_staged() {
+    // a thread's 8 columns as two runs of 4, 16 columns apart (4 threads along n between):
+    // the staged block keeps B's memory order, so the copies stay vec4 and a warp's reads of
+    // it are neighbouring vec4s, `lidx0` and `lidx0 + 4`
+    let mode = OptMode::Given(vec![
+        Opt::new(OptOps::Upcast, 0, 4),
+        Opt::new(OptOps::Upcast, 1, 4),
+        Opt::new(OptOps::Unroll, 0, 8),
+        Opt::new(OptOps::Local, 1, 4),
+        Opt::new(OptOps::Upcast, 1, 2),
+        Opt::new(OptOps::Local, 0, 2),
+        Opt::double_stage(),
+    ]);
+    let source = wgsl(&matmul_ast(32, 32, 16), mode, &FULL);
+    assert!(!source.contains("tile_b[(") && source.contains("tile_b[alu"), "vector copies of B:\n{source}");
+    insta::assert_snapshot!(source);
+}
+
+#[test]
 fn vector_fallbacks() {
     let up4 = OptMode::Given(vec![Opt::new(OptOps::Upcast, 0, 4)]);
     let shifted = |by: i64| load(1, strided(&[64], &[1], by));

@@ -6,13 +6,19 @@
 //! load broadcasts, and an `n` axis, which the first load broadcasts), so every value loaded
 //! is used `un` or `um` times from registers; the reduce's last axis is unrolled; the
 //! workgroup puts neighbouring `n` tiles on neighbouring threads (the first LOCAL is the
-//! fastest-varying thread id), then `m` tiles; when the second load is contiguous along the
-//! reduce (`x @ W.T`), mostly `m` tiles. Both factors are staged in workgroup memory (STAGE,
-//! `tile_stage.rs`): two blocks of each for `x @ W`, one for `x @ W.T`. The tile shrinks while
-//! it would leave fewer threads than half the target's `parallelism`. Measured on an H200
-//! before staging (scalar loads): a 4096^3 f32 GEMM ran at 19.9-20.9 TFLOP/s with the 8x8 tile,
-//! a 16x8 workgroup and k unrolled by 8, against 7.1 with tinygrad's 4x4 rules; 1024^3 at 14.2
-//! with a 4x4 tile (an 8x8 one leaves 64 workgroups for 132 multiprocessors).
+//! fastest-varying thread id), then `m` tiles. A thread's `n` outputs are interleaved: runs of
+//! 4 neighbours, the runs a workgroup's width apart (UPCAST `n` by 4, LOCAL `n`, then UPCAST
+//! `n` by the rest), so a warp's vector reads of the staged block touch neighbouring words
+//! instead of every other 16 bytes (two-way bank conflicts), and its stores are whole lines.
+//! Both factors are staged in workgroup memory, two blocks of each (STAGE 2, `tile_stage.rs`).
+//! The tile shrinks while it would leave fewer threads than half the target's `parallelism`.
+//!
+//! Measured on an H200 (f32, TFLOP/s): 4096^3 `x @ W` 32.8 -> 40.2 with the interleave, `x @
+//! W.T` 25.4 -> 36.9 (which had kept one block and 4 threads along `n`, 32 along `m`); MiniLM's
+//! projections (16384 rows, `x @ W.T`) 25.7-27.6 -> 32.9-35.9. Before staging (scalar loads) a
+//! 4096^3 GEMM ran at 19.9-20.9 with the 8x8 tile, a 16x8 workgroup and k unrolled by 8,
+//! against 7.1 with tinygrad's 4x4 rules; 1024^3 at 14.2 with a 4x4 tile (an 8x8 one leaves 64
+//! workgroups for 132 multiprocessors).
 
 use super::operands::{mul_operands, strides};
 use super::{int, try_opt};
@@ -28,12 +34,8 @@ const PAD: usize = 16;
 const LOCALS: [usize; 5] = [32, 16, 8, 4, 2];
 /// Most workgroup threads along one axis.
 const AXIS_THREADS: usize = 16;
-/// Most workgroup threads along `n` and along `m` when the second load is contiguous along the
-/// reduce (`x @ W.T`): neighbouring `n` threads then read different rows of it, each its own
-/// cache line, so the workgroup goes along `m` instead (an H100's 4096^3 `x @ W.T`: 18.5-18.6
-/// TFLOP/s with 4 threads along `n` and 32 along `m`, 12.3 with 16 and 8), and the factors are
-/// staged in workgroup memory (STAGE: 27.5).
-const THREADS_ALONG_K: (usize, usize) = (4, 32);
+/// Neighbouring `n` outputs a thread computes (a 16-byte vector of f32).
+const RUN: usize = 4;
 
 /// Gives a matmul-shaped kernel a register tile; says whether it did. Output axes that no
 /// tile divides are padded (PADTO, masked) to a multiple of [`PAD`] first.
@@ -72,8 +74,6 @@ struct Plan {
     outputs: usize,
     /// Fewest threads a tile may leave.
     min_threads: usize,
-    /// Whether the second load is contiguous along the reduce (`x @ W.T`).
-    along_k: bool,
 }
 
 impl Plan {
@@ -90,8 +90,7 @@ impl Plan {
         let ns: Vec<usize> = (0..fr).rev().filter(|&i| only(&sa, &sb, i)).collect();
         let outputs = sizes[..fr].iter().product();
         let min_threads = k.target().parallelism / 2;
-        let along_k = sb.get(fu - 1) == Some(&Some(1));
-        (!ms.is_empty() && !ns.is_empty()).then_some(Plan { sizes, ms, ns, outputs, min_threads, along_k })
+        (!ms.is_empty() && !ns.is_empty()).then_some(Plan { sizes, ms, ns, outputs, min_threads })
     }
 
     /// The same axes with the sizes of `k` (after a PADTO).
@@ -114,10 +113,11 @@ impl Plan {
     }
 }
 
-/// Applies the tile `(m, um, n, un)`, the unroll and the workgroup to `k`.
+/// Applies the tile `(m, um, n, un)`, the unroll, the workgroup and the staging to `k`.
 fn apply(k: &mut Kernel, plan: &Plan, (m, um, n, un): (usize, usize, usize, usize)) -> bool {
     let mut tiled = k.clone();
-    if !(try_opt(&mut tiled, OptOps::Upcast, m, um) && try_opt(&mut tiled, OptOps::Upcast, n, un)) {
+    let run = if k.target().has_local { un.min(RUN) } else { un };
+    if !(try_opt(&mut tiled, OptOps::Upcast, m, um) && try_opt(&mut tiled, OptOps::Upcast, n, run)) {
         return false;
     }
     let fr = tiled.first_reduce();
@@ -127,19 +127,11 @@ fn apply(k: &mut Kernel, plan: &Plan, (m, um, n, un): (usize, usize, usize, usiz
     remaining[n] /= un;
     let others = (0..fr).rev().filter(|&i| i != m && i != n);
     let order: Vec<usize> = [n, m].into_iter().chain(others).collect();
-    let (n_threads, m_threads) = if plan.along_k { THREADS_ALONG_K } else { (AXIS_THREADS, AXIS_THREADS) };
-    let cap = |a: usize| match a {
-        _ if a == n => n_threads,
-        _ if a == m => m_threads,
-        _ => AXIS_THREADS,
-    };
-    let caps: Vec<usize> = order.iter().map(|&a| cap(a)).collect();
-    workgroup(&mut tiled, &order, &caps, &remaining);
-    // both factors go through workgroup memory where the kernel can stage them: two blocks of
-    // each for `x @ W` (an H200's 4096^3: 25.5 -> 29.2 TFLOP/s), one for `x @ W.T` (26.6 with
-    // one, 26.0 with two)
-    let stage = if plan.along_k { crate::Opt::stage() } else { crate::Opt::double_stage() };
-    let _ = tiled.apply_opt(stage);
+    if !workgroup(&mut tiled, &order, &remaining, (n, un / run)) {
+        return false;
+    }
+    // an H200's 4096^3 `x @ W`: 25.5 -> 29.2 TFLOP/s with two blocks instead of none
+    let _ = tiled.apply_opt(crate::Opt::double_stage());
     *k = tiled;
     true
 }
@@ -154,19 +146,25 @@ fn unroll_last_reduce(k: &mut Kernel, size: usize) {
     }
 }
 
-/// LOCAL on global `axes` in order (`sizes`: every global axis's size), each by the widest
-/// extent that divides it, is at most its `caps` entry and keeps the workgroup within
-/// [`MAX_WORKGROUP`].
-fn workgroup(k: &mut Kernel, axes: &[usize], caps: &[usize], sizes: &[usize]) {
+/// LOCAL on global `axes` in order (`sizes`: every global axis's size, `n`'s counting its
+/// whole upcast), each by the widest extent that divides it, is at most [`AXIS_THREADS`] and
+/// keeps the workgroup within [`MAX_WORKGROUP`]; right after `n`'s, the rest of its upcast
+/// (`(n, amount)`). Says whether that upcast applied.
+fn workgroup(k: &mut Kernel, axes: &[usize], sizes: &[usize], (n, amount): (usize, usize)) -> bool {
     let max = MAX_WORKGROUP.min(k.target().max_local_invocations);
     // each axis's position now: an axis used up whole moves the later ones down
     let mut position: Vec<usize> = (0..sizes.len()).collect();
-    for (&axis, &cap) in axes.iter().zip(caps) {
+    for &axis in axes {
         let threads = k.local_size() as usize;
-        let fits = |&l: &usize| sizes[axis].is_multiple_of(l) && l <= cap && threads * l <= max;
-        let Some(extent) = LOCALS.iter().copied().find(fits) else { continue };
-        if try_opt(k, OptOps::Local, position[axis], extent) && extent == sizes[axis] {
+        let fits = |&l: &usize| sizes[axis].is_multiple_of(l) && l <= AXIS_THREADS && threads * l <= max;
+        let local =
+            LOCALS.iter().copied().find(fits).filter(|&l| try_opt(k, OptOps::Local, position[axis], l));
+        if axis == n && amount > 1 && !try_opt(k, OptOps::Upcast, position[axis], amount) {
+            return false;
+        }
+        if local == Some(sizes[axis]) {
             position.iter_mut().skip(axis + 1).for_each(|p| *p -= 1);
         }
     }
+    true
 }
