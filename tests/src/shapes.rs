@@ -181,6 +181,7 @@ pub fn tuned_cases() -> Vec<(String, Case)> {
         ("column sum 300x96".into(), sum(300, 96, 0)),
         ("column sum 128x384 (short, few outputs)".into(), sum(128, 384, 0)),
         ("row sum 65536x64 (many short rows)".into(), sum(65536, 64, 1)),
+        ("row sum 8192x256 (rows in one pass)".into(), sum(8192, 256, 1)),
         ("softmax exp-sum 65536x64 (many short rows)".into(), exp_sum(65536, 64)),
         ("softmax max 16x512".into(), reduce(16, 512, 1, Ops::Max)),
         ("softmax exp-sum 16x512".into(), exp_sum(16, 512)),

@@ -136,10 +136,23 @@ fn logsumexp_rows_take_the_widest_group_where_partials_meet_in_subgroups() {
 
 #[test]
 fn rows_narrower_than_a_subgroup_share_workgroups() {
-    // a layer norm's rows: 16384 of 384, groups of 16, 8 rows a workgroup of 128
-    let k = optimized(&sum_ast(&[16384, 384], &[1]), big_gpu());
+    // 2048 rows of 384 (too few for one pass): groups of 16, 8 rows a workgroup of 128
+    let k = optimized(&sum_ast(&[2048, 384], &[1]), big_gpu());
     assert_eq!(k.applied_opts(), opts(&[(Unroll, 0, 4), (Group, 0, 16), (Local, 0, 8)]));
     assert_eq!(k.local_size(), 128, "{}", k.describe());
+}
+
+#[test]
+fn layer_norm_rows_are_read_in_one_pass() {
+    // MiniLM's layer norms: 16384 rows of 384, 64 threads a row, each reading a run of 6 of
+    // each of its 4 rows with every load unrolled
+    let k = optimized(&sum_ast(&[16384, 384], &[1]), big_gpu());
+    assert_eq!(k.applied_opts(), opts(&[(Grouptop, 0, 64), (Unroll, 1, 0), (Upcast, 0, 4)]));
+    // rows of 2048 loop as before, and so do rows a thread can have to itself
+    let long = optimized(&sum_ast(&[16384, 2048], &[1]), big_gpu());
+    assert!(!long.applied_opts().contains(&opt(Grouptop, 0, 64)), "{}", long.describe_opts());
+    let many = optimized(&sum_ast(&[262144, 384], &[1]), big_gpu());
+    assert!(!many.applied_opts().contains(&opt(Grouptop, 0, 64)), "{}", many.describe_opts());
 }
 
 #[test]
