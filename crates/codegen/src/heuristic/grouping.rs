@@ -23,6 +23,9 @@
 //! - Many short rows (outputs enough for one thread each and at least [`MIN_SHORT_ROWS`], rows
 //!   of 64 to 255 neighbouring elements, as the attention softmax's): a few threads a row,
 //!   every load unrolled ([`short_rows`]).
+//! - Rows of 256 to 1024 neighbouring elements, too few for a thread each but at least
+//!   [`MIN_ONE_PASS_ROWS`] (a layer norm's): 64 threads a row, 4 rows a thread, every load
+//!   unrolled ([`one_pass_rows`]).
 //!
 //! Each thread runs at least [`MIN_ITERATIONS`] loop steps of its own before the partials meet.
 //! A kernel with nested reduces (all over the same axes: a max inside a sum) is grouped as its
