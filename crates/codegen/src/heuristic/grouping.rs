@@ -111,7 +111,7 @@ pub(super) fn group_reduce(k: &mut Kernel) -> bool {
     }
     let one_pass = fu - fr == 1
         && contiguous(fr)
-        && reduce % ONE_PASS.1 == 0
+        && reduce.is_multiple_of(ONE_PASS.1)
         && (MIN_REDUCE..=ONE_PASS.1 * MAX_ONE_PASS_LOADS).contains(&reduce)
         && outputs >= MIN_ONE_PASS_ROWS
         && outputs * ONE_PASS.1 / ONE_PASS.0 >= target.parallelism
