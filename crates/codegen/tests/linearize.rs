@@ -86,6 +86,28 @@ fn sum_becomes_accumulator() {
 }
 
 #[test]
+fn a_sum_of_several_values_adds_each_to_the_accumulator_in_turn() {
+    // the lanes of an unrolled sum of products: (acc + a0*b0) + a1*b1, so each product can
+    // contract into a fused multiply-add
+    let (a, out) = (global(1, 64), global(0, 1));
+    let r = UOp::range(&UOp::index_const(32), 0);
+    let lane = |i: i64| {
+        let x = load(&a, &(&(&r * 2) + i));
+        &x * &x
+    };
+    let total = UOp::new(Ops::Reduce, DType::F32, [lane(0), lane(1), r.clone()], Arg::Op(Ops::Add));
+    let p = linearize(&UOp::sink([store(&out, &UOp::index_const(0), &total)]), "sumsq").unwrap();
+    check_order(&p);
+    let acc = &p.uops[pos(&p, |u| u.op() == Ops::DefineAcc)];
+    let update = &p.uops[pos(&p, |u| u.op() == Ops::Assign)].src()[1];
+    let first = &update.src()[0];
+    let is = |u: &UOp, op: Ops| u.op() == op;
+    assert!(is(update, Ops::Add) && is(&update.src()[1], Ops::Mul), "{p}");
+    assert!(is(first, Ops::Add) && first.src()[0] == *acc && is(&first.src()[1], Ops::Mul), "{p}");
+    assert_ne!(first.src()[1], update.src()[1], "one step a lane:\n{p}");
+}
+
+#[test]
 fn nested_ranges_nest_by_axis() {
     let (a, out) = (global(1, 64), global(0, 1));
     let (r0, r1) = (UOp::range(&UOp::index_const(8), 0), UOp::range(&UOp::index_const(8), 1));

@@ -68,7 +68,7 @@ fn eval(u: &UOp, mem: &[Vec<ConstValue>], env: &mut UOpMap<ConstValue>) -> Const
         }
         Ops::Reduce => {
             let Arg::Op(op) = u.arg() else { panic!("reduce arg") };
-            let (value, ranges) = u.src().split_first().unwrap();
+            let (values, ranges) = u.reduce_parts();
             let mut points = vec![vec![]];
             for r in ranges {
                 let n = r.src()[0].const_int().unwrap() as i64;
@@ -81,8 +81,10 @@ fn eval(u: &UOp, mem: &[Vec<ConstValue>], env: &mut UOpMap<ConstValue>) -> Const
             for p in points {
                 let mut inner = env.clone();
                 inner.extend(ranges.iter().zip(p).map(|(r, v)| (r.clone(), ConstValue::Int(v))));
-                let v = eval(value, mem, &mut inner);
-                acc = exec_alu(*op, dt, &[acc, v]).unwrap();
+                for value in values {
+                    let v = eval(value, mem, &mut inner);
+                    acc = exec_alu(*op, dt, &[acc, v]).unwrap();
+                }
             }
             acc
         }

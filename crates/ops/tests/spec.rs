@@ -113,3 +113,20 @@ fn vectors_have_their_lanes_and_vector_indices_their_element() {
     let scalar_store = UOp::store([vec_index, lanes[0].clone()]);
     assert!(matches!(bad(&scalar_store).2, SpecViolation::SourceDType { index: 1, .. }));
 }
+
+#[test]
+fn a_reduce_takes_its_values_then_its_ranges() {
+    let buf = UOp::define_global(DType::F32, 0);
+    let r = UOp::range(&UOp::index_const(4), 0);
+    let v = |i: i64| UOp::load(DType::F32, [buf.index(&(&r * 2 + i))]);
+    let (p0, p1) = (&v(0) * &v(0), &v(1) * &v(1));
+    let sum = |src: Vec<UOp>| UOp::new(Ops::Reduce, DType::F32, src, Arg::Op(Ops::Add));
+    let store = |red: UOp| UOp::sink([UOp::store([buf.index(&UOp::index_const(0)), red])]);
+    verify(&store(sum(vec![p0.clone(), p1.clone(), r.clone()]))).unwrap();
+    // a value after a range
+    let (_, _, why) = bad(&store(sum(vec![p0.clone(), r.clone(), p1.clone()])));
+    assert!(matches!(why, SpecViolation::DTypeClass { what: "reduce source", .. }), "{why:?}");
+    // every value of the reduce's dtype
+    let (_, _, why) = bad(&store(sum(vec![p0, UOp::index_const(1), r])));
+    assert!(matches!(why, SpecViolation::SourceDType { index: 1, .. }), "{why:?}");
+}

@@ -5,7 +5,7 @@
 #![allow(clippy::erasing_op, clippy::modulo_one, clippy::identity_op)]
 
 use wgrad_dtype::{ConstValue, DType};
-use wgrad_ops::UOp;
+use wgrad_ops::{Arg, Ops, UOp};
 
 fn v(name: &str, min: i64, max: i64) -> UOp {
     UOp::variable(name, min, max)
@@ -324,4 +324,16 @@ fn float_sums_and_products_keep_the_graphs_order() {
     // exact: x + x is x * 2, the larger constant of two nested maxes
     assert_eq!((&x + &x).simplify(), &x * 2.0f32);
     assert_eq!(x.maximum(1.0f32).maximum(2.0f32).simplify(), x.maximum(2.0f32));
+}
+
+#[test]
+fn a_sum_of_several_values_drops_its_zeros() {
+    let buf = UOp::define_global(DType::F32, 0);
+    let r = UOp::range(&UOp::index_const(4), 0);
+    let x = UOp::load(DType::F32, [buf.index(&r)]);
+    let zero = UOp::constant(DType::F32, 0.0);
+    let sum = |src: Vec<UOp>| UOp::new(Ops::Reduce, DType::F32, src, Arg::Op(Ops::Add));
+    let product = &x * &x;
+    assert_eq!(sum(vec![zero.clone(), product.clone(), r.clone()]).simplify(), sum(vec![product, r.clone()]));
+    assert_eq!(sum(vec![zero.clone(), zero.clone(), r]).simplify(), zero);
 }
