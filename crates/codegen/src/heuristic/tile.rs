@@ -30,10 +30,8 @@ const TILES: [(usize, usize); 7] = [(8, 8), (4, 8), (8, 4), (4, 4), (2, 4), (4, 
 const MAX_WORKGROUP: usize = 128;
 /// Output axes no tile divides are padded to a multiple of this.
 const PAD: usize = 16;
-/// Workgroup extents tried per axis, widest first.
-const LOCALS: [usize; 5] = [32, 16, 8, 4, 2];
-/// Most workgroup threads along one axis.
-const AXIS_THREADS: usize = 16;
+/// Workgroup extents tried per axis, widest first (at most 16 threads along one axis).
+const LOCALS: [usize; 4] = [16, 8, 4, 2];
 /// Neighbouring `n` outputs a thread computes (a 16-byte vector of f32).
 const RUN: usize = 4;
 
@@ -147,8 +145,8 @@ fn unroll_last_reduce(k: &mut Kernel, size: usize) {
 }
 
 /// LOCAL on global `axes` in order (`sizes`: every global axis's size, `n`'s counting its
-/// whole upcast), each by the widest extent that divides it, is at most [`AXIS_THREADS`] and
-/// keeps the workgroup within [`MAX_WORKGROUP`]; right after `n`'s, the rest of its upcast
+/// whole upcast), each by the widest of [`LOCALS`] that divides it and keeps the workgroup
+/// within [`MAX_WORKGROUP`]; right after `n`'s, the rest of its upcast
 /// (`(n, amount)`). Says whether that upcast applied.
 fn workgroup(k: &mut Kernel, axes: &[usize], sizes: &[usize], (n, amount): (usize, usize)) -> bool {
     let max = MAX_WORKGROUP.min(k.target().max_local_invocations);
@@ -156,7 +154,7 @@ fn workgroup(k: &mut Kernel, axes: &[usize], sizes: &[usize], (n, amount): (usiz
     let mut position: Vec<usize> = (0..sizes.len()).collect();
     for &axis in axes {
         let threads = k.local_size() as usize;
-        let fits = |&l: &usize| sizes[axis].is_multiple_of(l) && l <= AXIS_THREADS && threads * l <= max;
+        let fits = |&l: &usize| sizes[axis].is_multiple_of(l) && threads * l <= max;
         let local =
             LOCALS.iter().copied().find(fits).filter(|&l| try_opt(k, OptOps::Local, position[axis], l));
         if axis == n && amount > 1 && !try_opt(k, OptOps::Upcast, position[axis], amount) {
