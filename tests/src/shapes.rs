@@ -164,6 +164,7 @@ pub fn tuned_cases() -> Vec<(String, Case)> {
         ("matmul 61x67x13 (primes: padded)".into(), matmul(61, 67, 13)),
         ("x @ W.T 128x96x40 (staged)".into(), matmul_transposed(128, 96, 40)),
         ("x @ W.T 256x64x24 (staged)".into(), matmul_transposed(256, 64, 24)),
+        ("x @ W.T 61x67x13 (primes: padded, unstaged)".into(), matmul_transposed(61, 67, 13)),
         ("conv 4x3x8 12x12 k5".into(), conv(4, 3, 8, 12, 5)),
         ("conv 2x8x16 10x10 k3".into(), conv(2, 8, 16, 10, 3)),
         ("conv input gradient 2x3x8 11x11 k5".into(), conv_input_grad(2, 3, 8, 11, 5, false)),

@@ -233,6 +233,21 @@ fn gemm_with_the_second_factor_contiguous_along_k_tiles_as_any_gemm() {
 }
 
 #[test]
+fn an_unstaged_gemm_with_the_second_factor_contiguous_along_k_puts_the_workgroup_along_m() {
+    // `x @ W.T` with 1001 columns: padded to 1008, its masked blocks cannot be staged, so
+    // neighbouring threads along n would read different rows of W: 4 along n, 32 along m
+    let (m, n, k) = (4096, 1001, 4096);
+    let a = load(1, strided(&[m, n, k], &[k, 0, 1], 0));
+    let w = load(2, strided(&[m, n, k], &[0, k, 1], 0));
+    let tiled = optimized(&store_ast(st(&[m, n, 1]), (a * w).reduce_axis(Ops::Add, &[2])), big_gpu());
+    let opts = tiled.applied_opts();
+    assert!(!opts.iter().any(|o| o.op == Stage), "{}", tiled.describe_opts());
+    let along_n = opts.iter().filter(|o| o.op == Local && o.axis == Some(1)).map(|o| o.arg).max();
+    assert!(along_n <= Some(4) && opts.contains(&opt(Local, 0, 32)), "{}", tiled.describe_opts());
+    assert!(opts.contains(&opt(Upcast, 1, 8)), "not interleaved: {}", tiled.describe_opts());
+}
+
+#[test]
 fn a_tile_of_at_most_4_columns_is_not_interleaved() {
     let k = optimized(&matmul_ast(1024, 1024, 1024), big_gpu());
     assert!(!k.applied_opts().iter().any(|o| *o == opt(Upcast, 1, 2)), "{}", k.describe_opts());

@@ -10,8 +10,10 @@
 //! 4 neighbours, the runs a workgroup's width apart (UPCAST `n` by 4, LOCAL `n`, then UPCAST
 //! `n` by the rest), so a warp's vector reads of the staged block touch neighbouring words
 //! instead of every other 16 bytes (two-way bank conflicts), and its stores are whole lines.
-//! Both factors are staged in workgroup memory, two blocks of each (STAGE 2, `tile_stage.rs`).
-//! The tile shrinks while it would leave fewer threads than half the target's `parallelism`.
+//! Both factors are staged in workgroup memory, two blocks of each (STAGE 2, `tile_stage.rs`);
+//! an `x @ W.T` whose blocks cannot be staged (masked by a PADTO) keeps its threads mostly
+//! along `m` and its `n` outputs neighbours ([`THREADS_ALONG_K`]). The tile shrinks while it
+//! would leave fewer threads than half the target's `parallelism`.
 //!
 //! Measured on an H200 (f32, TFLOP/s): 4096^3 `x @ W` 32.8 -> 40.2 with the interleave, `x @
 //! W.T` 25.4 -> 36.9 (which had kept one block and 4 threads along `n`, 32 along `m`); MiniLM's
@@ -30,10 +32,18 @@ const TILES: [(usize, usize); 7] = [(8, 8), (4, 8), (8, 4), (4, 4), (2, 4), (4, 
 const MAX_WORKGROUP: usize = 128;
 /// Output axes no tile divides are padded to a multiple of this.
 const PAD: usize = 16;
-/// Workgroup extents tried per axis, widest first (at most 16 threads along one axis).
-const LOCALS: [usize; 4] = [16, 8, 4, 2];
+/// Workgroup extents tried per axis, widest first.
+const LOCALS: [usize; 5] = [32, 16, 8, 4, 2];
 /// Neighbouring `n` outputs a thread computes (a 16-byte vector of f32).
 const RUN: usize = 4;
+/// Most workgroup threads along `n` and along `m`.
+const THREADS: (usize, usize) = (16, 16);
+/// The same for an unstaged `x @ W.T` (the second load contiguous along the reduce, its blocks
+/// not staged, as where a PADTO masked them): neighbouring `n` threads would read different
+/// rows of W, each its own cache line, so the workgroup goes along `m` and a thread's `n`
+/// outputs stay neighbours (an H100's 4096^3, unstaged: 18.5 TFLOP/s with 4 threads along `n`
+/// and 32 along `m`, 12.3 with 16 and 8).
+const THREADS_ALONG_K: (usize, usize) = (4, 32);
 
 /// Gives a matmul-shaped kernel a register tile; says whether it did. Output axes that no
 /// tile divides are padded (PADTO, masked) to a multiple of [`PAD`] first.
@@ -72,6 +82,8 @@ struct Plan {
     outputs: usize,
     /// Fewest threads a tile may leave.
     min_threads: usize,
+    /// Whether the second load is contiguous along the reduce (`x @ W.T`).
+    along_k: bool,
 }
 
 impl Plan {
@@ -88,7 +100,8 @@ impl Plan {
         let ns: Vec<usize> = (0..fr).rev().filter(|&i| only(&sa, &sb, i)).collect();
         let outputs = sizes[..fr].iter().product();
         let min_threads = k.target().parallelism / 2;
-        (!ms.is_empty() && !ns.is_empty()).then_some(Plan { sizes, ms, ns, outputs, min_threads })
+        let along_k = sb.get(fu - 1) == Some(&Some(1));
+        (!ms.is_empty() && !ns.is_empty()).then_some(Plan { sizes, ms, ns, outputs, min_threads, along_k })
     }
 
     /// The same axes with the sizes of `k` (after a PADTO).
@@ -111,12 +124,33 @@ impl Plan {
     }
 }
 
-/// Applies the tile `(m, um, n, un)`, the unroll, the workgroup and the staging to `k`.
-fn apply(k: &mut Kernel, plan: &Plan, (m, um, n, un): (usize, usize, usize, usize)) -> bool {
+/// Applies the tile `(m, um, n, un)`, the unroll, the workgroup and the staging to `k`; an
+/// `x @ W.T` whose blocks cannot be staged takes [`THREADS_ALONG_K`] instead.
+fn apply(k: &mut Kernel, plan: &Plan, tile: (usize, usize, usize, usize)) -> bool {
+    // an H200's 4096^3 `x @ W`: 25.5 -> 29.2 TFLOP/s with two blocks instead of none
+    let staged = tiled(k, plan, tile, THREADS, true)
+        .and_then(|mut t| t.apply_opt(crate::Opt::double_stage()).is_ok().then_some(t));
+    let chosen = match staged {
+        Some(t) => Some(t),
+        None if plan.along_k => tiled(k, plan, tile, THREADS_ALONG_K, false),
+        None => tiled(k, plan, tile, THREADS, true),
+    };
+    chosen.map(|t| *k = t).is_some()
+}
+
+/// `k` with the tile `(m, um, n, un)`, the unroll and a workgroup of at most `threads` along
+/// `(n, m)`; with `interleave` (and workgroups), a thread's `n` outputs in runs of [`RUN`].
+fn tiled(
+    k: &Kernel,
+    plan: &Plan,
+    (m, um, n, un): (usize, usize, usize, usize),
+    threads: (usize, usize),
+    interleave: bool,
+) -> Option<Kernel> {
     let mut tiled = k.clone();
-    let run = if k.target().has_local { un.min(RUN) } else { un };
+    let run = if interleave && k.target().has_local { un.min(RUN) } else { un };
     if !(try_opt(&mut tiled, OptOps::Upcast, m, um) && try_opt(&mut tiled, OptOps::Upcast, n, run)) {
-        return false;
+        return None;
     }
     let fr = tiled.first_reduce();
     unroll_last_reduce(&mut tiled, plan.sizes[plan.sizes.len() - 1]);
@@ -125,13 +159,17 @@ fn apply(k: &mut Kernel, plan: &Plan, (m, um, n, un): (usize, usize, usize, usiz
     remaining[n] /= un;
     let others = (0..fr).rev().filter(|&i| i != m && i != n);
     let order: Vec<usize> = [n, m].into_iter().chain(others).collect();
-    if !workgroup(&mut tiled, &order, &remaining, (n, un / run)) {
-        return false;
-    }
-    // an H200's 4096^3 `x @ W`: 25.5 -> 29.2 TFLOP/s with two blocks instead of none
-    let _ = tiled.apply_opt(crate::Opt::double_stage());
-    *k = tiled;
-    true
+    let cap = |a: usize| {
+        if a == n {
+            threads.0
+        } else if a == m {
+            threads.1
+        } else {
+            threads.0
+        }
+    };
+    let caps: Vec<usize> = order.iter().map(|&a| cap(a)).collect();
+    workgroup(&mut tiled, &order, &caps, &remaining, (n, un / run)).then_some(tiled)
 }
 
 /// Unrolls the last reduce axis (of `size`): whole when at most 8, else by 8, 4 or 2.
@@ -145,16 +183,22 @@ fn unroll_last_reduce(k: &mut Kernel, size: usize) {
 }
 
 /// LOCAL on global `axes` in order (`sizes`: every global axis's size, `n`'s counting its
-/// whole upcast), each by the widest of [`LOCALS`] that divides it and keeps the workgroup
-/// within [`MAX_WORKGROUP`]; right after `n`'s, the rest of its upcast
+/// whole upcast), each by the widest of [`LOCALS`] that divides it, is at most its `caps` entry
+/// and keeps the workgroup within [`MAX_WORKGROUP`]; right after `n`'s, the rest of its upcast
 /// (`(n, amount)`). Says whether that upcast applied.
-fn workgroup(k: &mut Kernel, axes: &[usize], sizes: &[usize], (n, amount): (usize, usize)) -> bool {
+fn workgroup(
+    k: &mut Kernel,
+    axes: &[usize],
+    caps: &[usize],
+    sizes: &[usize],
+    (n, amount): (usize, usize),
+) -> bool {
     let max = MAX_WORKGROUP.min(k.target().max_local_invocations);
     // each axis's position now: an axis used up whole moves the later ones down
     let mut position: Vec<usize> = (0..sizes.len()).collect();
-    for &axis in axes {
+    for (&axis, &cap) in axes.iter().zip(caps) {
         let threads = k.local_size() as usize;
-        let fits = |&l: &usize| sizes[axis].is_multiple_of(l) && threads * l <= max;
+        let fits = |&l: &usize| sizes[axis].is_multiple_of(l) && l <= cap && threads * l <= max;
         let local =
             LOCALS.iter().copied().find(fits).filter(|&l| try_opt(k, OptOps::Local, position[axis], l));
         if axis == n && amount > 1 && !try_opt(k, OptOps::Upcast, position[axis], amount) {
