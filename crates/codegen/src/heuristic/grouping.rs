@@ -83,10 +83,11 @@ fn group_sizes(outputs: usize, wanted: usize, (lo, hi): (usize, usize)) -> Vec<u
 
 /// Groups the reduce of `k` when it is long and its outputs are few; says whether it did.
 pub(super) fn group_reduce(k: &mut Kernel) -> bool {
-    let target = k.target().clone();
+    let target = k.target();
     if !(target.has_local && target.has_shared) || k.reduceops().is_empty() {
         return false;
     }
+    let parallelism = target.parallelism;
     let (fr, fu) = (k.first_reduce(), k.first_upcast());
     let Some(sizes) = k.full_shape()[..fu].iter().map(int).collect::<Option<Vec<usize>>>() else {
         return false;
@@ -102,7 +103,7 @@ pub(super) fn group_reduce(k: &mut Kernel) -> bool {
             && loads.iter().all(|s| matches!(s[a], Some(0 | 1)))
             && loads.iter().any(|s| s[a] == Some(1))
     };
-    if outputs >= target.parallelism {
+    if outputs >= parallelism {
         let short_row = fu - fr == 1
             && contiguous(fr)
             && (MIN_COLUMN_REDUCE..MIN_REDUCE).contains(&reduce)
@@ -114,14 +115,13 @@ pub(super) fn group_reduce(k: &mut Kernel) -> bool {
         && reduce.is_multiple_of(ONE_PASS.1)
         && (MIN_REDUCE..=ONE_PASS.1 * MAX_ONE_PASS_LOADS).contains(&reduce)
         && outputs >= MIN_ONE_PASS_ROWS
-        && outputs * ONE_PASS.1 / ONE_PASS.0 >= target.parallelism
+        && outputs * ONE_PASS.1 / ONE_PASS.0 >= parallelism
         && k.reduceops().len() == 1
         && mul_operands(k).is_none();
     if one_pass && one_pass_rows(k) {
         return true;
     }
-    let short_column =
-        reduce >= MIN_COLUMN_REDUCE && outputs * 2 <= target.parallelism && mul_operands(k).is_none();
+    let short_column = reduce >= MIN_COLUMN_REDUCE && outputs * 2 <= parallelism && mul_operands(k).is_none();
     if reduce < MIN_REDUCE && !short_column {
         return false;
     }
@@ -131,7 +131,7 @@ pub(super) fn group_reduce(k: &mut Kernel) -> bool {
     // of 32 and 50 us with 256; 2.66 TB/s)
     let wanted = match k.reduceops().len() > 1 && k.subgroup_partials() {
         true => outputs * GROUPS.1,
-        false => target.parallelism,
+        false => parallelism,
     };
     let rows = group_sizes(outputs, wanted, GROUPS);
     let row = (fr..fu).rev().find(|&a| contiguous(a));

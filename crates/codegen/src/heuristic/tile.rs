@@ -127,19 +127,17 @@ impl Plan {
 /// Applies the tile `(m, um, n, un)`, the unroll, the workgroup and the staging to `k`; an
 /// `x @ W.T` whose blocks cannot be staged takes [`THREADS_ALONG_K`] instead.
 fn apply(k: &mut Kernel, plan: &Plan, tile: (usize, usize, usize, usize)) -> bool {
+    let Some(mut tiled_k) = tiled(k, plan, tile, THREADS, true) else { return false };
     // an H200's 4096^3 `x @ W`: 25.5 -> 29.2 TFLOP/s with two blocks instead of none
-    let staged = tiled(k, plan, tile, THREADS, true)
-        .and_then(|mut t| t.apply_opt(crate::Opt::double_stage()).is_ok().then_some(t));
-    let chosen = match staged {
-        Some(t) => Some(t),
-        None if plan.along_k => tiled(k, plan, tile, THREADS_ALONG_K, false),
-        None => tiled(k, plan, tile, THREADS, true),
+    let chosen = match tiled_k.apply_opt(crate::Opt::double_stage()).is_ok() || !plan.along_k {
+        true => Some(tiled_k),
+        false => tiled(k, plan, tile, THREADS_ALONG_K, false),
     };
     chosen.map(|t| *k = t).is_some()
 }
 
 /// `k` with the tile `(m, um, n, un)`, the unroll and a workgroup of at most `threads` along
-/// `(n, m)`; with `interleave` (and workgroups), a thread's `n` outputs in runs of [`RUN`].
+/// `(n, m)` ([`THREADS`] along other axes); with `interleave` (and workgroups), a thread's `n` outputs in runs of [`RUN`].
 fn tiled(
     k: &Kernel,
     plan: &Plan,
@@ -159,14 +157,10 @@ fn tiled(
     remaining[n] /= un;
     let others = (0..fr).rev().filter(|&i| i != m && i != n);
     let order: Vec<usize> = [n, m].into_iter().chain(others).collect();
-    let cap = |a: usize| {
-        if a == n {
-            threads.0
-        } else if a == m {
-            threads.1
-        } else {
-            threads.0
-        }
+    let cap = |a: usize| match a {
+        _ if a == n => threads.0,
+        _ if a == m => threads.1,
+        _ => THREADS.0,
     };
     let caps: Vec<usize> = order.iter().map(|&a| cap(a)).collect();
     workgroup(&mut tiled, &order, &caps, &remaining, (n, un / run)).then_some(tiled)
