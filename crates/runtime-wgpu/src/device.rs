@@ -15,6 +15,7 @@
 //!   (see `submit.rs`): uploads land before the work recorded after them, a schedule with its
 //!   inputs is one submit, and work recorded while the device is busy is coalesced.
 
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use crate::batch::Batch;
@@ -28,6 +29,7 @@ use crate::pipeline::{Pipeline, PipelineCache};
 use crate::pool::{BufferPool, MemoryStats};
 use crate::submit::Stream;
 use crate::transfer::BELT_CHUNK;
+use crate::wait::default_spin_wait;
 use wgrad_codegen::TensorCoreShape;
 use wgrad_renderer_wgsl::F16Rounding;
 
@@ -74,6 +76,8 @@ pub struct Device {
     checked_shaders: bool,
     /// The fastest clock-raising spin (see `clocks.rs`).
     pub(crate) clocks: Clocks,
+    /// How long a wait spins before it blocks, in nanoseconds (see `wait.rs`).
+    pub(crate) spin_wait: AtomicU64,
     /// Lists the device for the exit handler's wait (see `exit.rs`).
     _exit: ExitGuard,
 }
@@ -190,6 +194,7 @@ impl Device {
             f16_rounding: F16Rounding::Software,
             checked_shaders: std::env::var(SHADER_CHECKS_ENV).is_ok_and(|v| v == "1"),
             clocks: Clocks::default(),
+            spin_wait: AtomicU64::new(default_spin_wait(AdapterSummary::from_wgpu(&info).kind)),
             _exit: wait_at_exit(&device),
             device,
             queue,
@@ -323,13 +328,7 @@ impl Device {
     pub fn sync(&self) -> Result<()> {
         self.check()?;
         self.flush_stream()?;
-        let status = self
-            .device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| RuntimeError::Wait(e.to_string()))?;
-        if status.is_queue_empty() {
-            self.settled();
-        }
+        self.wait_until(wgpu::PollStatus::is_queue_empty)?;
         self.check()
     }
 

@@ -15,6 +15,8 @@
 //! - [`GpuProgram`]: a codegen `Program` rendered to WGSL for this device
 //!   ([`Device::compile`], [`Device::target`]) and launched with [`Device::launch`].
 //! - [`Device::run_timed`]: per-launch GPU times from timestamp queries.
+//! - Waits ([`Device::sync`], readbacks) spin on non-blocking polls for [`SPIN_WAIT`] on a GPU
+//!   before they block ([`Device::set_spin_wait`]); a CPU adapter blocks at once.
 //! - [`RuntimeError`]: every failure, including WGSL errors with their line, out of
 //!   memory and device loss; nothing in this crate lets wgpu panic.
 //!
@@ -49,6 +51,7 @@ mod program;
 mod submit;
 mod timing;
 mod transfer;
+mod wait;
 
 pub use batch::{Batch, Prepared, fold_workgroups};
 pub use buffer::Buffer;
@@ -60,5 +63,6 @@ pub use pipeline::Pipeline;
 pub use pool::{MemoryStats, bucket_size};
 pub use program::GpuProgram;
 pub use submit::MAX_PENDING;
+pub use wait::SPIN_WAIT;
 pub use wgpu;
 pub use wgrad_renderer_wgsl::F16Rounding;

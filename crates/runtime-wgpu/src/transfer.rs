@@ -10,7 +10,7 @@
 //!   later one, in the order they were made.
 //! - Writes need 4-byte aligned offsets and lengths (a wgpu rule); reads take any byte
 //!   range inside the buffer's requested size and copy the enclosing aligned range.
-//! - A readback waits for all previously submitted work, then for its own copy.
+//! - A readback waits for all previously submitted work, then for its own copy (`wait.rs`).
 
 use std::ops::Range;
 use std::sync::mpsc;
@@ -128,17 +128,19 @@ impl Device {
             // The receiver only disappears if the caller already failed.
             let _ = done.send(result);
         });
-        let status = self
-            .device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| RuntimeError::Wait(e.to_string()))?;
-        if status.is_queue_empty() {
-            self.settled();
-        }
+        let mut mapped = None;
+        self.wait_until(|_| {
+            mapped = wait.try_recv().ok();
+            mapped.is_some()
+        })?;
         self.check()?;
-        wait.recv()
-            .map_err(|_| RuntimeError::Wait("map callback never ran".to_owned()))?
-            .map_err(|e| RuntimeError::Wait(format!("mapping the staging buffer: {e}")))?;
+        // after a blocking wait the callback may still be on its way: another thread's poll
+        // can be the one that runs it
+        match mapped {
+            Some(mapped) => mapped,
+            None => wait.recv().map_err(|_| RuntimeError::Wait("map callback never ran".to_owned()))?,
+        }
+        .map_err(|e| RuntimeError::Wait(format!("mapping the staging buffer: {e}")))?;
         let bytes = {
             let view = slice
                 .get_mapped_range()

@@ -38,3 +38,40 @@ fn writes_at_offsets_and_bad_ranges() {
     let past_end = device.write(&buffer, 32, &[1, 2, 3, 4]);
     assert!(matches!(past_end, Err(RuntimeError::BadRange { .. })));
 }
+
+/// Doubles `x` in place.
+const DOUBLE: &str = "
+@group(0) @binding(0) var<storage, read_write> x: array<u32>;
+@compute @workgroup_size(64)
+fn double(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x < arrayLength(&x)) { x[gid.x] = x[gid.x] * 2u; }
+}";
+
+#[test]
+fn waits_spin_then_block_and_readbacks_from_two_threads_agree() {
+    let Some(device) = common::device() else { return };
+    // a CPU adapter blocks at once (its work runs on the host's cores); GPUs spin first
+    let cpu = device.adapter().kind == wgrad_runtime_wgpu::DeviceKind::Cpu;
+    assert_eq!(device.spin_wait().is_zero(), cpu);
+    let double = device.pipeline(DOUBLE, "double").unwrap();
+    // no spin, a spin shorter than the work and one longer: each thread's readbacks see its
+    // own kernels, whichever thread's poll runs their map callbacks
+    for spin in [0, 20, 50_000] {
+        device.set_spin_wait(std::time::Duration::from_micros(spin));
+        std::thread::scope(|s| {
+            for t in 0..2u32 {
+                let (device, double) = (&device, &double);
+                s.spawn(move || {
+                    for i in 0..100u32 {
+                        let x = device.upload(&vec![t * 1000 + i; 4096]).unwrap();
+                        let mut batch = device.batch();
+                        batch.dispatch(double, &[&x], [64, 1, 1]).unwrap();
+                        device.submit(batch).unwrap();
+                        assert_eq!(device.read_as::<u32>(&x).unwrap(), vec![2 * (t * 1000 + i); 4096]);
+                    }
+                });
+            }
+        });
+        device.sync().unwrap();
+    }
+}
