@@ -148,26 +148,44 @@ fn the_heuristics_use_tensor_cores_for_half_matmuls_only() {
 }
 
 #[test]
-fn the_short_reduce_plan_takes_kernels_that_fill_the_device() {
+fn the_plans_follow_the_shape() {
     // MiniLM's f16 matmuls on a discrete GPU's parallelism: the heuristics' opts, compiled only
     let gpu = Target { parallelism: 1 << 17, shared_max: 49152, ..tensor_core_target() };
-    let warps = |m: usize, n: usize, k: usize| {
+    let plan = |m: usize, n: usize, k: usize| {
         let mm = HalfMatmul { b: 1, m, n, k, a_t: false, b_t: true, cast_first: false, half_out: true };
         let (kernel, _) = compile(&mm.case().ast, &gpu, &OptMode::Heuristic, "k").expect("compiles");
         let has = |op: OptOps| kernel.applied_opts().iter().any(|o| o.op == op);
         assert!(has(OptOps::Tc), "{}", kernel.describe_opts());
-        (
-            kernel.full_shape()[kernel.global_dims()..kernel.first_reduce()]
-                .iter()
-                .map(|s| s.vmax())
-                .product::<i64>(),
-            has(OptOps::Unroll),
-        )
+        let warps = kernel.full_shape()[kernel.global_dims()..kernel.first_reduce()].iter().map(|s| s.vmax());
+        (warps.product::<i64>(), has(OptOps::Unroll), kernel.describe_opts())
+    };
+    let warps_and_unroll = |m: usize, n: usize, k: usize| {
+        let (warps, unroll, _) = plan(m, n, k);
+        (warps, unroll)
     };
     // K = 384 into 1152 columns: 1152 workgroups of 2x4 subgroups, one k tile a step
-    assert_eq!(warps(16384, 1152, 384), (8, false));
-    // 384 columns: 384 workgroups would not fill the device, so 2x2 subgroups, two k tiles
-    assert_eq!(warps(16384, 384, 384), (4, true));
-    // a long reduce keeps 2x2 subgroups
-    assert_eq!(warps(1024, 1024, 1024), (4, true));
+    assert_eq!(warps_and_unroll(16384, 1152, 384), (8, false));
+    // 384 columns (K = 384 or 1536): 2x2 subgroups of 4x6 tiles, one k tile a step, BEAM's order
+    let wide = "[Opt(op=TC, axis=0, arg=0), Opt(op=UPCAST, axis=0, arg=4), Opt(op=LOCAL, axis=1, arg=4), \
+                Opt(op=UPCAST, axis=1, arg=3), Opt(op=LOCAL, axis=0, arg=2), Opt(op=UPCAST, axis=2, arg=2)]";
+    for (m, n, k) in [(16384, 384, 384), (16384, 384, 1536)] {
+        assert_eq!(plan(m, n, k), (4, false, wide.into()), "{m}x{n}x{k}");
+    }
+    // too few rows to keep a quarter of the device busy with the wide block: the usual plan
+    assert_eq!(warps_and_unroll(2048, 384, 384), (4, true));
+    // a long reduce keeps the usual plan: 2x2 subgroups, two k tiles a step
+    assert_eq!(warps_and_unroll(1024, 1024, 1024), (4, true));
+    assert!(warps_and_unroll(4096, 3072, 4096).1, "longer than the wide block's 96 k tiles");
+}
+
+#[test]
+fn the_wide_block_matches_the_plain_kernel() {
+    // 16 row tiles, 24 column tiles: one workgroup's block is 8x12 tiles of 16; a parallelism
+    // its 4 workgroups keep a quarter busy
+    let gpu = Target { parallelism: 2048, shared_max: 49152, ..tensor_core_target() };
+    let mm =
+        HalfMatmul { b: 1, m: 256, n: 384, k: 32, a_t: false, b_t: true, cast_first: false, half_out: true };
+    let (kernel, _) = compile(&mm.case().ast, &gpu, &OptMode::Heuristic, "k").expect("compiles");
+    assert!(kernel.describe_opts().contains("Opt(op=UPCAST, axis=1, arg=3)"), "{}", kernel.describe_opts());
+    check_mode(mm, &gpu, OptMode::Heuristic);
 }

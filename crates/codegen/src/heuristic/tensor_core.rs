@@ -13,11 +13,19 @@
 //!   workgroups share a multiprocessor. On the H200 it ran MiniLM's K = 384 projections
 //!   6-13% faster and its attention scores 4% faster; the 4096^3 GEMM would run 3x slower, and
 //!   a 384-wide output (384 workgroups) 4% slower (docs/PERFORMANCE.md).
+//! - A wide block, for what the short plan leaves (at most [`WIDE_REDUCE_TILES`] k tiles,
+//!   column tiles a multiple of 12, rows of 8 tiles, a quarter of the target kept busy): 2x2
+//!   subgroups of 4x6 tiles (a 128x192 block), one k tile a step, BEAM's pick for MiniLM's
+//!   attention output on an H200. In the model on the H200 it ran the two 384-wide projections
+//!   20-23% faster than the usual plan; the short plan's kernels (1152 and 1536 columns) ran
+//!   14-44% slower with it, so they keep theirs (docs/PERFORMANCE.md).
 
 use crate::{Kernel, Opt, OptOps};
 
 /// The longest reduce (in k tiles) that takes the short-reduce plan.
 const SHORT_REDUCE_TILES: i64 = 24;
+/// The longest reduce (in k tiles) that takes the wide-block plan (the longest measured).
+const WIDE_REDUCE_TILES: i64 = 96;
 
 /// Applies TC and its tile plan; returns whether TC applied.
 pub(super) fn tensor_cores(k: &mut Kernel) -> bool {
@@ -38,6 +46,13 @@ pub(super) fn tensor_cores(k: &mut Kernel) -> bool {
             return true;
         }
     }
+    if k_tiles <= WIDE_REDUCE_TILES {
+        let mut wide = k.clone();
+        if wide_block_plan(&mut wide) && keeps_a_quarter_busy(&wide) {
+            *k = wide;
+            return true;
+        }
+    }
     usual_plan(k);
     true
 }
@@ -46,10 +61,19 @@ pub(super) fn tensor_cores(k: &mut Kernel) -> bool {
 /// bring at least the target's `parallelism` threads: its gain is more workgroups on each
 /// multiprocessor, which needs more of them than the device holds at once.
 fn fills_the_device(k: &Kernel) -> bool {
-    let warps = k.tc_warps();
-    let threads = k.target().subgroup_size.unwrap_or(1) as i64 * warps;
+    k.tc_warps() == 8 && threads(k) >= k.target().parallelism as i64
+}
+
+/// Whether the kernel's workgroups bring at least a quarter of the target's `parallelism`
+/// threads (what [`upcast_while_busy`] keeps).
+fn keeps_a_quarter_busy(k: &Kernel) -> bool {
+    threads(k) >= k.target().parallelism as i64 / 4
+}
+
+/// The threads of all the kernel's workgroups.
+fn threads(k: &Kernel) -> i64 {
     let workgroups: i64 = k.full_shape()[..k.global_dims()].iter().map(|s| s.vmax()).product();
-    warps == 8 && workgroups * threads >= k.target().parallelism as i64
+    workgroups * k.target().subgroup_size.unwrap_or(1) as i64 * k.tc_warps()
 }
 
 /// UPCAST by the first of `amounts` that keeps a quarter of the target busy, on `axis`.
@@ -76,6 +100,28 @@ fn usual_plan(k: &mut Kernel) {
     if k.local_dims() > 0 && k.first_upcast() > k.first_reduce() {
         let _ = k.apply_opt(Opt::new(OptOps::Unroll, 0, 2));
     }
+}
+
+/// 2x2 subgroups of 4x6 tiles each, one k tile a step, in BEAM's order: 4 row tiles, 4
+/// subgroups along the columns, 3 column tiles, 2 subgroups along the rows, then 2 of the
+/// column subgroups made tiles. Says whether every step applied.
+fn wide_block_plan(k: &mut Kernel) -> bool {
+    let (Some(&n), Some(m)) = (
+        k.tc_column_axes().last(),
+        k.tc_output_axes().into_iter().rev().find(|a| !k.tc_column_axes().contains(a)),
+    ) else {
+        return false;
+    };
+    let size = |k: &Kernel, a: usize| k.full_shape()[a].as_int();
+    if size(k, n).is_none_or(|s| s % 12 != 0 || s == 12) || size(k, m).is_none_or(|s| s % 8 != 0 || s == 8) {
+        return false;
+    }
+    // the column subgroups are the first local axis: no axis is used up before it
+    let first_local = k.global_dims();
+    [(OptOps::Upcast, m, 4), (OptOps::Local, n, 4), (OptOps::Upcast, n, 3), (OptOps::Local, m, 2)]
+        .into_iter()
+        .all(|(op, axis, amt)| k.apply_opt(Opt::new(op, axis, amt)).is_ok())
+        && k.apply_opt(Opt::new(OptOps::Upcast, first_local, 2)).is_ok()
 }
 
 /// 2x4 subgroups of 4x2 tiles each, one k tile a step.
