@@ -130,12 +130,16 @@ fn upcast_masked(k: &mut Kernel) {
 
 /// While the output has >= 1024 elements, upcast by 3 or 4 an output axis that some buffer
 /// broadcasts (stride 0) and has no broadcast upcast axis yet; prefer axes fewer buffers
-/// read with a positive stride, then smaller stride sums, then lower axes and amounts.
+/// read with a positive stride, then smaller stride sums, then lower axes and amounts, except
+/// that 4 comes first on an axis some buffer reads contiguously where the target has 4-wide
+/// vectors (tinygrad takes 3 there: 3 lanes are scalar accesses, 4 one 16-byte access).
 fn upcast_broadcasts(k: &mut Kernel) {
     let mut done: Vec<usize> = vec![];
+    let vectors = k.target().vector_widths.contains(&4);
     while product(&k.output_shape()[..k.first_reduce()]) >= 1024 {
-        let mut choices: Vec<(usize, i64, usize, usize)> = vec![];
+        let mut choices: Vec<(usize, i64, usize, bool, usize)> = vec![];
         for axis in 0..k.first_reduce() {
+            let contiguous = vectors && (0..k.sts().len()).any(|i| operands::strides(k, i)[axis] == Some(1));
             for amt in [3, 4] {
                 let divides = int(&k.full_shape()[axis]).is_some_and(|v| v % amt == 0);
                 let broadcast = (0..k.sts().len()).any(|i| {
@@ -145,11 +149,11 @@ fn upcast_broadcasts(k: &mut Kernel) {
                 if !done.contains(&axis) && divides && broadcast {
                     let strides: Vec<i64> = k.sts().iter().map(|st| last_stride(st, axis)).collect();
                     let positive = strides.iter().filter(|&&s| s > 0).count();
-                    choices.push((positive, strides.iter().sum(), axis, amt));
+                    choices.push((positive, strides.iter().sum(), axis, contiguous == (amt == 3), amt));
                 }
             }
         }
-        let Some(&(_, _, axis, amt)) = choices.iter().min() else { break };
+        let Some(&(_, _, axis, _, amt)) = choices.iter().min() else { break };
         if !try_opt(k, OptOps::Upcast, axis, amt) {
             break;
         }

@@ -295,6 +295,19 @@ fn elementwise_upcasts_the_broadcast_axis() {
 }
 
 #[test]
+fn a_contiguous_broadcast_axis_is_upcast_by_a_vector() {
+    // a layer norm's normalize: rows of 384 (divisible by 3 and 4) minus a per-row mean
+    let x = load(1, st(&[16384, 384]));
+    let mean = load(2, strided(&[16384, 384], &[1, 0], 0));
+    let ast = store_ast(st(&[16384, 384]), x - mean);
+    let k = optimized(&ast, Target::generic_gpu());
+    assert_eq!(k.applied_opts()[0], opt(Upcast, 1, 4), "{}", k.describe_opts());
+    // without 4-wide vectors tinygrad's order holds: 3 first
+    let scalar = optimized(&ast, Target { vector_widths: vec![1], ..Target::generic_gpu() });
+    assert_eq!(scalar.applied_opts()[0], opt(Upcast, 1, 3), "{}", scalar.describe_opts());
+}
+
+#[test]
 fn contiguous_elementwise_is_upcast_for_vectors_and_widened_without() {
     let ast = store_ast(st(&[4096]), load(1, st(&[4096])) + load(2, st(&[4096])));
     let vectors = optimized(&ast, Target::generic_gpu());
