@@ -73,6 +73,11 @@ impl Dense {
     fn forward(&self, x: &Tensor) -> TensorResult<Tensor> {
         x.linear(&self.weight.t()?, Some(&self.bias))
     }
+
+    /// The same in float32, never rounded to a half type (for an activation that follows).
+    fn forward_f32(&self, x: &Tensor) -> TensorResult<Tensor> {
+        x.matmul_dtype(&self.weight.t()?, DType::F32)?.add(&self.bias.float())
+    }
 }
 
 /// One encoder layer.
@@ -124,8 +129,11 @@ impl BertLayer {
         let attended = self.attention_output.forward(&context)?.float().add(x.float())?;
         let x = normalized(&self.attention_norm, &attended, dtype)?;
         // the activation is the first matmul's epilogue (H200, f16: 162 -> 198 us a tile, the
-        // kernel of its own it replaces took 44 us); fused into the one after, it ran once per load
-        let inner = self.intermediate.forward(&x)?.float();
+        // kernel of its own it replaces took 44 us); fused into the one after, it ran once per
+        // load. Its input stays float32: rounding it to a half in registers costs the tile a
+        // software rounding per element where the device's f16 conversion is only exact in
+        // stores (an H100's)
+        let inner = self.intermediate.forward_f32(&x)?;
         let inner = match config.hidden_act {
             Activation::Gelu => {
                 inner.mul(&inner.mul(std::f64::consts::FRAC_1_SQRT_2)?.erf().add(1.0)?)?.mul(0.5)?

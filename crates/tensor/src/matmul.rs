@@ -38,12 +38,13 @@ impl Tensor {
         Ok(sums.cast(dtype))
     }
 
-    /// `x @ weight + bias` with `weight` of shape `(in, out)`.
+    /// `x @ weight + bias` with `weight` of shape `(in, out)`. The bias joins the products'
+    /// sum in its accumulator, before the one rounding to the result's dtype (PyTorch's
+    /// `addmm`): float16 operands give `f16(sum + bias)`, not `f16(f16(sum) + bias)`.
     pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
-        let y = self.matmul(weight)?;
-        match bias {
-            Some(b) => y.add(b),
-            None => Ok(y),
-        }
+        let Some(b) = bias else { return self.matmul(weight) };
+        let dtype = least_upper_dtype(&[self.dtype(), weight.dtype(), b.dtype()]);
+        let acc = sum_acc_dtype(dtype);
+        Ok(self.matmul_dtype(weight, acc)?.add(&b.cast(acc))?.cast(dtype))
     }
 }
