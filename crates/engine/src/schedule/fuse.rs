@@ -2,10 +2,13 @@
 //! with a store each (an optimizer's update of a parameter and its moments is one kernel).
 //!
 //! Rules (tinygrad's conditions for outputs sharing a kernel):
-//! 1. both kernels are elementwise (no reduce) over the same index space, on one device;
-//! 2. one reads the other, element for element (the identity view): the reader computes that
-//!    value in place instead of loading it; a `CONTIGUOUS` is never read this way (the user
-//!    asked for a kernel boundary there);
+//! 1. both kernels are over the same index space, on one device, and either both are
+//!    elementwise (no reduce) or the one read is a reduce (a layer norm's mean) that the reader
+//!    reads broadcast back over the axes of its own reduce over the same input (the
+//!    variance): the first reduce nests in the second, as a softmax's max does in its sum;
+//! 2. one reads the other, element for element (the identity view) or so broadcast: the
+//!    reader computes that value in place instead of loading it; a `CONTIGUOUS` is never read
+//!    this way (the user asked for a kernel boundary there);
 //! 3. the merged kernel binds at most the device's number of buffers, and no two of its
 //!    outputs are one buffer (two assigns to it);
 //! 4. a buffer one root stores is loaded in the kernel only element for element, by the load
@@ -17,9 +20,10 @@
 
 use wgrad_ops::{Ops, UOp, UOpMap, UOpSet};
 
+use super::group::same_reduction;
 use super::kernel::{Lowered, buffer_key, lower_group};
 use super::order::{self, Node};
-use super::views::contiguous_st;
+use super::views::{contiguous_st, is_identity, sints};
 use crate::{EngineError, Shapes};
 
 /// The realized nodes `roots` (in graph order) grouped into kernels, each group in graph
@@ -35,15 +39,13 @@ pub(crate) fn groups(
     let mut groups: Vec<Vec<UOp>> = roots.iter().map(|r| vec![r.clone()]).collect();
     let mut group_of: Vec<usize> = (0..roots.len()).collect();
     for (b, root) in roots.iter().enumerate() {
-        let Some(kb) = kernels.get(root).filter(|k| k.reduces.is_empty()) else { continue };
-        let identity = contiguous_st(&kb.shape);
+        let Some(kb) = kernels.get(root) else { continue };
         for read in &kb.reads {
             let Some(&a) = position.get(read) else { continue };
             let (ga, gb) = (group_of[a], group_of[b]);
             let Some(ka) = kernels.get(read) else { continue };
-            let element_wise = kb.loads.iter().filter(|(l, _)| l == read).all(|(_, st)| *st == identity);
             let boundary = read.op() == Ops::Contiguous;
-            if ga == gb || boundary || !ka.reduces.is_empty() || ka.shape != kb.shape || !element_wise {
+            if ga == gb || boundary || ka.shape != kb.shape || !shares_loops(read, ka, kb, shapes) {
                 continue;
             }
             if shapes.device(read)? != shapes.device(root)? {
@@ -62,6 +64,25 @@ pub(crate) fn groups(
         }
     }
     Ok(groups.into_iter().filter(|g| !g.is_empty()).collect())
+}
+
+/// Rules 1 and 2: whether the kernel `kb` can compute `read` (whose own kernel is `ka`, over
+/// the same index space) in place of loading it. Either neither holds a reduce and `kb` reads
+/// it element for element, or `ka` is one reduce in place and `kb` reads it broadcast back
+/// over the axes of a reduce of its own over the same input: the reduce nests in `kb`'s, as a
+/// softmax's max does in its sum.
+fn shares_loops(read: &UOp, ka: &Lowered, kb: &Lowered, shapes: &mut Shapes) -> bool {
+    let mut reads = kb.loads.iter().filter(|(l, _)| l == read).map(|(_, st)| st);
+    match (ka.reduces.as_slice(), kb.reduces.is_empty()) {
+        ([], true) => reads.all(|st| *st == contiguous_st(&kb.shape)),
+        ([(inner, inner_st)], false) => {
+            let input = shapes.of(&inner.src()[0]).to_vec();
+            let broadcast = contiguous_st(&ka.shape).expand(&sints(&input));
+            let outer = kb.reduces.iter().any(|(r, st)| is_identity(st) && same_reduction(inner, r, shapes));
+            is_identity(inner_st) && outer && broadcast.is_ok_and(|b| reads.all(|st| *st == b))
+        }
+        _ => false,
+    }
 }
 
 /// Rules 3 and 4 for the kernel of `group` over `shape`.

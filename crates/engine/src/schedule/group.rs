@@ -242,7 +242,7 @@ fn broadcasts_reduce(src: &UOp, st: &ShapeTracker, shapes: &mut Shapes) -> bool 
 }
 
 /// Whether two reduces reduce the same axes of inputs of the same shape.
-fn same_reduction(a: &UOp, b: &UOp, shapes: &mut Shapes) -> bool {
+pub(crate) fn same_reduction(a: &UOp, b: &UOp, shapes: &mut Shapes) -> bool {
     let axes = |u: &UOp| match u.arg() {
         Arg::ReduceAxis(_, axes) => Some(axes.clone()),
         _ => None,

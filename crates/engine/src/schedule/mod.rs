@@ -194,7 +194,10 @@ fn template(sink: &UOp, normal: &Normalized, max_buffers: usize) -> Result<Templ
             [root] => kernels.get(root),
             _ => None,
         };
-        items.push(build(&group, lowered, &realizes, &buffers, &mut shapes)?);
+        // a group's roots share their kernels' index space (a reduce's output shape, which a
+        // root may reshape)
+        let space = kernels.get(&group[0]).map(|k| k.shape.clone());
+        items.push(build(&group, lowered, space.as_deref(), &realizes, &buffers, &mut shapes)?);
         nodes.push(fuse::node(group, &kernels));
     }
     let mut results = Vec::with_capacity(sink.src().len());
@@ -303,10 +306,12 @@ fn buffer_of(u: &UOp, buffers: &UOpMap<UOp>) -> Result<UOp, EngineError> {
 }
 
 /// The item computing the realized nodes `group` (a copy, or one kernel storing each; none
-/// for an empty kernel); `lowered` is a lone root's kernel when grouping made it already.
+/// for an empty kernel); `lowered` is a lone root's kernel when grouping made it already,
+/// `space` the index space of the roots' kernels.
 fn build(
     group: &[UOp],
     lowered: Option<&kernel::Lowered>,
+    space: Option<&[usize]>,
     realizes: &wgrad_ops::UOpSet,
     buffers: &UOpMap<UOp>,
     shapes: &mut Shapes,
@@ -334,7 +339,7 @@ fn build(
             &grouped
         }
         (None, _) => {
-            grouped = lower_group(group, &shape, realizes, shapes)?;
+            grouped = lower_group(group, space.unwrap_or(&shape), realizes, shapes)?;
             &grouped
         }
     };
