@@ -138,6 +138,20 @@ fn half_attention_scores_and_softmax_in_float32() {
 }
 
 #[test]
+fn a_half_linear_rounds_once() {
+    each_device(|| {
+        // 2048 + 1 + 1: rounded once, 2050; rounding the sum 2049 first (a tie, to the even
+        // 2048) and adding the bias would give 2048 again
+        let half = |v: &[f32], shape: &[usize]| t(v, shape).cast(DType::F16);
+        let (x, w, b) = (half(&[2048.0, 1.0], &[1, 2]), half(&[1.0, 1.0], &[2, 1]), half(&[1.0], &[1]));
+        let y = x.linear(&w, Some(&b)).unwrap();
+        assert_eq!(y.dtype(), DType::F16);
+        assert_eq!(vals(&y.float()), [2050.0]);
+        assert_eq!(vals(&x.matmul(&w).unwrap().add(&b).unwrap().float()), [2048.0]);
+    });
+}
+
+#[test]
 fn random_numbers_are_seeded_and_the_same_on_every_device() {
     let draw = || {
         let u = vals(&Tensor::rand(&[1000], 7).unwrap());
