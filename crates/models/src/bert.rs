@@ -76,7 +76,7 @@ impl Dense {
 
     /// The same in float32, never rounded to a half type (for an activation that follows).
     fn forward_f32(&self, x: &Tensor) -> TensorResult<Tensor> {
-        x.matmul_dtype(&self.weight.t()?, DType::F32)?.add(&self.bias.float())
+        x.matmul_dtype(&self.weight.t()?, DType::F32)?.add(self.bias.float())
     }
 }
 

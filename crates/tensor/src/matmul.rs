@@ -45,6 +45,6 @@ impl Tensor {
         let Some(b) = bias else { return self.matmul(weight) };
         let dtype = least_upper_dtype(&[self.dtype(), weight.dtype(), b.dtype()]);
         let acc = sum_acc_dtype(dtype);
-        Ok(self.matmul_dtype(weight, acc)?.add(&b.cast(acc))?.cast(dtype))
+        Ok(self.matmul_dtype(weight, acc)?.add(b.cast(acc))?.cast(dtype))
     }
 }
