@@ -141,6 +141,23 @@ pub fn normalize(rows: usize, cols: usize) -> Case {
     Case { ast, buffers, outputs: 1 }
 }
 
+/// A layer norm's statistics in one kernel: the row mean (slot 0) and the mean of the squared
+/// deviations from it (slot 1), the first reduce nested in the second.
+pub fn mean_and_variance(rows: usize, cols: usize) -> Case {
+    let x = load(2, &[rows, cols], &[cols, 1]);
+    let sum = x.reduce_axis(Ops::Add, &[1]);
+    let mean = &sum * &sum.const_like(1.0 / cols as f64);
+    let centered = &x - &mean;
+    let var = (&centered * &centered).reduce_axis(Ops::Add, &[1]);
+    let var = &var * &var.const_like(1.0 / cols as f64);
+    let row = |slot: i64, value: UOp| {
+        let st = ShapeTracker::from_shape(&sints(&[rows, 1])).expect("a valid shape");
+        UOp::store([UOp::define_global(DType::F32, slot), UOp::view(st), value])
+    };
+    let ast = UOp::sink([row(0, mean), row(1, var)]);
+    Case { ast, buffers: vec![(DType::F32, rows), (DType::F32, rows), (DType::F32, rows * cols)], outputs: 2 }
+}
+
 /// Softmax's second reduce: `sum(exp2(x - max))` along rows, the max broadcast.
 pub fn exp_sum(rows: usize, cols: usize) -> Case {
     let x = load(1, &[rows, cols], &[cols, 1]);
@@ -190,6 +207,16 @@ pub fn tuned_cases() -> Vec<(String, Case)> {
         ("softmax normalize 6x100".into(), normalize(6, 100)),
         ("x*2+1 4096".into(), scale_shift(4096)),
         ("x*2+1 4099 (prime)".into(), scale_shift(4099)),
+    ]
+}
+
+/// Cases of nested reduces at sizes where the plans fire, too large for the AST evaluator (it
+/// recomputes the inner reduce for every element of the outer one): checked against the
+/// plain kernel (no opts) instead.
+pub fn nested_tuned_cases() -> Vec<(String, Case)> {
+    vec![
+        ("mean and variance 8192x256 (nested, rows in one pass)".into(), mean_and_variance(8192, 256)),
+        ("mean and variance 24x1024 (nested, grouped)".into(), mean_and_variance(24, 1024)),
     ]
 }
 

@@ -7,7 +7,7 @@ use wgrad_codegen::ast_eval::eval_ast;
 use wgrad_codegen::{CodegenError, LowerError, Opt, OptMode, OptOps, Target, compile};
 use wgrad_conformance::one_hot::one_hot_cases;
 use wgrad_conformance::random_ast::Case;
-use wgrad_conformance::shapes::{tuned_cases, tuned_targets};
+use wgrad_conformance::shapes::{nested_tuned_cases, tuned_cases, tuned_targets};
 use wgrad_conformance::vectors::{vector_accesses, vector_cases};
 use wgrad_conformance::{Rng, close};
 use wgrad_dtype::{ConstValue, DType};
@@ -116,6 +116,32 @@ fn tuned_shapes_match_the_ast_evaluator() {
         {
             let label = format!("{name} on {} wanting {} threads", target.name, target.parallelism);
             check_on(target, &case, &OptMode::Heuristic, &inputs, &label);
+        }
+    }
+}
+
+#[test]
+fn nested_tuned_shapes_match_the_plain_kernel() {
+    for (name, case) in nested_tuned_cases() {
+        let inputs = case.inputs(&mut Rng(7));
+        let results = |target: &Target, mode: &OptMode| {
+            let (k, program) =
+                compile(&case.ast, target, mode, "k").unwrap_or_else(|e| panic!("{name}: {e}"));
+            let mut bufs = case.cpu_buffers(&inputs);
+            run(&program, &mut bufs, &[]).unwrap_or_else(|e| panic!("{name}: run failed: {e}"));
+            (bufs.iter().take(case.outputs).map(|b| b.to_values()).collect::<Vec<_>>(), k.describe_opts())
+        };
+        let (plain, _) = results(&Target::generic_gpu(), &OptMode::NoOpt);
+        for target in tuned_targets(&Target::generic_gpu()) {
+            let (got, opts) = results(&target, &OptMode::Heuristic);
+            for (slot, (g, w)) in got.iter().zip(&plain).enumerate() {
+                let bad = g.iter().zip(w).position(|(&g, &w)| !close(g, w));
+                assert!(
+                    bad.is_none(),
+                    "{name} wanting {} threads, {opts}: slot {slot} differs at {bad:?}",
+                    target.parallelism
+                );
+            }
         }
     }
 }

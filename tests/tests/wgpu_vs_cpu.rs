@@ -8,7 +8,7 @@
 use wgrad_codegen::{Opt, OptMode, OptOps, Program, Target, compile};
 use wgrad_conformance::one_hot::one_hot_cases;
 use wgrad_conformance::random_ast::Case;
-use wgrad_conformance::shapes::{tuned_cases, tuned_targets};
+use wgrad_conformance::shapes::{nested_tuned_cases, tuned_cases, tuned_targets};
 use wgrad_conformance::vectors::{vector_accesses, vector_cases};
 use wgrad_conformance::{Rng, close, wgpu_device};
 use wgrad_dtype::{ConstValue, DType};
@@ -97,7 +97,7 @@ fn vector_cases_on_wgpu_match_the_interpreter() {
 #[test]
 fn tuned_shapes_on_wgpu_match_the_interpreter() {
     let Some(device) = wgpu_device() else { return };
-    for (name, case) in tuned_cases() {
+    for (name, case) in tuned_cases().into_iter().chain(nested_tuned_cases()) {
         let inputs = case.inputs(&mut Rng(7));
         for target in tuned_targets(&device.target()) {
             let label = format!("{name} wanting {} threads", target.parallelism);

@@ -153,6 +153,15 @@ fn layer_norm_rows_are_read_in_one_pass() {
     assert!(!long.applied_opts().contains(&opt(Grouptop, 0, 64)), "{}", long.describe_opts());
     let many = optimized(&sum_ast(&[262144, 384], &[1]), big_gpu());
     assert!(!many.applied_opts().contains(&opt(Grouptop, 0, 64)), "{}", many.describe_opts());
+    // a layer norm's statistics in one kernel (the mean nested in the variance): the same
+    // plan, whose unrolled loads the two reduces share
+    let x = load(1, st(&[16384, 384]));
+    let sum = x.reduce_axis(Ops::Add, &[1]);
+    let mean = &sum * &sum.const_like(1.0 / 384.0);
+    let centered = &x - &mean;
+    let var = store_ast(st(&[16384, 1]), (&centered * &centered).reduce_axis(Ops::Add, &[1]));
+    let k = optimized(&var, big_gpu());
+    assert_eq!(k.applied_opts(), opts(&[(Grouptop, 0, 64), (Unroll, 1, 0), (Upcast, 0, 4)]));
 }
 
 #[test]
