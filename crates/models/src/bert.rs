@@ -124,7 +124,8 @@ impl BertLayer {
             |t: &Tensor| -> TensorResult<Tensor> { t.reshape(&[b, s, heads, h / heads])?.transpose(1, 2) };
         let (q, k, v) = (heads_first(&qkv[0])?, heads_first(&qkv[1])?, heads_first(&qkv[2])?);
         let context = q.scaled_dot_product_attention(&k, &v, Some(keys), false)?;
-        // contiguous: the projection's tensor-core tile wants its rows whole, not 12 strided heads
+        // contiguous: the projection's tensor-core tile wants its rows whole, not 12 strided
+        // heads; the attention stores its sums in this order already, so it copies nothing
         let context = context.transpose(1, 2)?.reshape(&[b, s, h])?.contiguous();
         let attended = self.attention_output.forward(&context)?.float().add(x.float())?;
         let x = normalized(&self.attention_norm, &attended, dtype)?;

@@ -1,7 +1,7 @@
 //! Scaled dot-product attention, as tinygrad composes it from a matmul, a masked softmax
 //! and a second matmul.
 
-use wgrad_dtype::{DType, least_upper_dtype};
+use wgrad_dtype::{DType, least_upper_dtype, sum_acc_dtype};
 
 use crate::Tensor;
 use crate::error::Result;
@@ -12,6 +12,9 @@ impl Tensor {
     /// true, a float one is added to them; `causal` also hides every key after the query's
     /// own position (tinygrad's `tril` mask). Half-precision inputs get their scores and
     /// softmax in float32 and the result in their own dtype, as in tinygrad and PyTorch.
+    /// With heads (three dims or more) the result is a `(.., heads, Lq, dv)` view of sums
+    /// stored as `(.., Lq, heads, dv)`: merging the heads after `transpose(-3, -2)` copies
+    /// nothing.
     pub fn scaled_dot_product_attention(
         &self,
         key: &Tensor,
@@ -36,6 +39,18 @@ impl Tensor {
             let visible = all.tril(0)?;
             scores = visible.where_(&scores, f64::NEG_INFINITY)?;
         }
-        scores.softmax(-1)?.cast(self.dtype()).matmul(value)
+        let weights = scores.softmax(-1)?.cast(self.dtype());
+        let (n, m) = (weights.ndim(), value.ndim());
+        if n < 3 || m < 3 || value.shape()[m - 2] != weights.shape()[n - 1] {
+            return weights.matmul(value);
+        }
+        // out[.., s, h, d] = sum_k w[.., h, s, k] v[.., h, k, d]: the sums in (.., Lq, heads,
+        // dv) order, returned as their (.., heads, Lq, dv) view, so that merging the heads
+        // (`transpose(1, 2)` and a reshape) is no copy
+        let dtype = least_upper_dtype(&[weights.dtype(), value.dtype()]);
+        let w = weights.transpose(-3, -2)?.unsqueeze(-2)?;
+        let v = value.transpose(-2, -1)?.unsqueeze(-4)?;
+        let sums = w.mul(&v)?.cast(sum_acc_dtype(dtype)).sum(&[-1], false)?.cast(dtype);
+        sums.transpose(-3, -2)
     }
 }

@@ -97,6 +97,36 @@ fn softmax_over_the_last_axis_is_two_kernels() {
 }
 
 #[test]
+fn attention_heads_merge_without_a_copy() {
+    // (batch 1, heads 2, 4 tokens, 3 dims): scores, the softmax's two kernels, and the weighted
+    // sum stored in (tokens, heads, dims) order, so merging the heads is a reshape
+    let (h, s, d) = (2, 4, 3);
+    let host = || {
+        let (q, k, v) = (data(h * s * d, 0), data(h * s * d, 1), data(h * s * d, 2));
+        let mut out = vec![0.0f32; s * h * d];
+        for head in 0..h {
+            let at = |x: &[f32], i: usize, j: usize| x[(head * s + i) * d + j];
+            for i in 0..s {
+                let scores: Vec<f32> = (0..s)
+                    .map(|j| (0..d).map(|c| at(&q, i, c) * at(&k, j, c)).sum::<f32>() / (d as f32).sqrt())
+                    .collect();
+                let weights = host_softmax(&scores, s);
+                for c in 0..d {
+                    out[(i * h + head) * d + c] = (0..s).map(|j| weights[j] * at(&v, j, c)).sum();
+                }
+            }
+        }
+        out
+    };
+    let build = || {
+        let [q, k, v] = [0, 1, 2].map(|seed| tensor(&[1, h, s, d], seed));
+        let context = q.scaled_dot_product_attention(&k, &v, None, false)?;
+        Ok(context.transpose(1, 2)?.reshape(&[1, s as isize, (h * d) as isize])?.contiguous())
+    };
+    check(4, build, host);
+}
+
+#[test]
 fn a_reduce_read_broadcast_by_another_over_its_axes_fuses_either_way_round() {
     // max(x) + log(sum(e^(x - max(x)))) with the max written first: one kernel all the same
     let host = || {
