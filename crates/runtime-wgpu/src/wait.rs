@@ -2,9 +2,10 @@
 //! ([`SPIN_WAIT`] on a GPU), then blocks.
 //!
 //! A blocking wait sleeps in the driver and is woken when the work is done; on an H200 a
-//! one-op graph with a scalar readback took 87-114 us that way and 53-66 us spinning
-//! (docs/PERFORMANCE.md). Spinning sees the work finish within a poll's time. A CPU adapter (lavapipe) blocks at
-//! once: its work runs on the host's cores, which a spinning caller would take from it.
+//! one-op graph with a scalar readback took 87-114 us that way and 53-66 us spinning, on an
+//! H100 a median 76.6 against 59.6 us (docs/PERFORMANCE.md). Spinning sees the work finish
+//! within a poll's time. A CPU adapter (lavapipe) blocks at once: its work runs on the host's
+//! cores, which a spinning caller would take from it.
 //!
 //! Invariants: a wait returns once its condition holds or, after the spin, once all submitted
 //! work has finished; a map callback another thread's poll runs still reaches its waiter
