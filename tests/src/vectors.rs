@@ -87,7 +87,8 @@ fn o(op: OptOps, axis: usize, arg: usize) -> Opt {
 /// The cases, each with a name and its opts.
 pub fn vector_cases() -> Vec<(String, Case, Vec<Opt>)> {
     let mut cases = vec![];
-    let dtypes = [DType::F32, DType::F16, DType::I32, DType::U32, DType::I8, DType::U16, DType::BF16];
+    let dtypes =
+        [DType::F32, DType::F16, DType::I32, DType::U32, DType::I8, DType::U8, DType::U16, DType::BF16];
     for dtype in dtypes {
         for n in [64i64, 52, 30, 13] {
             for input in [Input::Plain, Input::Shifted, Input::Padded, Input::Flipped] {

@@ -14,7 +14,8 @@
 //!
 //! Invariants: only buffer arguments (`DefineGlobal`, bound from their first element, so the base
 //! is aligned) and workgroup arrays (`DefineLocal`) of 32-bit elements, or f16 on a target with
-//! f16, are folded; stores are folded where they are sources of the sink or of a `Barrier`; a
+//! f16, are folded, and loads of 8-bit buffer arguments into runs of 4 (one `u32` word of the
+//! renderers' packed arrays, where every lane would otherwise load the word again); stores are folded where they are sources of the sink or of a `Barrier`; a
 //! vector access touches exactly the elements its scalar lanes touched, under the same gate;
 //! the output is a lowered graph in the sense of `LOWERED.md`.
 
@@ -56,7 +57,10 @@ pub fn vectorize(sink: &UOp, target: &Target) -> UOp {
             groups.entry(key).or_default().entry(offset).or_default().push(u);
         }
     }
-    let runs: Vec<Run> = groups.values().flat_map(|lanes| runs(lanes, &widths)).collect();
+    let runs: Vec<Run> = groups
+        .iter()
+        .flat_map(|(key, lanes)| runs(lanes, if packed(key.buf.dtype().base()) { &WORD } else { &widths }))
+        .collect();
     if runs.is_empty() {
         return sink.clone();
     }
@@ -76,9 +80,10 @@ fn access(u: &UOp, target: &Target) -> Option<(Key, i128)> {
     }
     let buf = &index.src()[0];
     let element = buf.dtype().base();
+    let word_load = !store && buf.op() == Ops::DefineGlobal && packed(element);
     if !matches!(buf.op(), Ops::DefineGlobal | Ops::DefineLocal)
         || index.dtype() != buf.dtype()
-        || !vectorizable(element, target)
+        || !(vectorizable(element, target) || word_load)
     {
         return None;
     }
@@ -93,6 +98,16 @@ fn access(u: &UOp, target: &Target) -> Option<(Key, i128)> {
     };
     let after = if store { None } else { u.src().get(1).cloned() };
     Some((Key { buf: buf.clone(), root, gate: index.src().get(2).cloned(), after, store }, offset))
+}
+
+/// The one width an 8-bit load folds into: four lanes, one `u32` word of the renderers' packed
+/// arrays.
+const WORD: [usize; 1] = [4];
+
+/// Whether `dtype` is kept packed four to a `u32` word (8-bit elements): its loads fold only into
+/// whole words, and its stores stay scalar.
+fn packed(dtype: DType) -> bool {
+    !dtype.is_vector() && dtype.scalar().bits() == 8
 }
 
 /// Element types the renderers keep in plain arrays: 32-bit ones, and f16 where the target has it.

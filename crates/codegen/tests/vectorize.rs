@@ -126,7 +126,7 @@ fn odd_row_lengths_fold_what_divides() {
 }
 
 #[test]
-fn element_types_without_plain_arrays_stay_scalar() {
+fn element_types_without_plain_arrays_stay_scalar_but_bytes_load_whole_words() {
     let ast = |dt: DType| store_ast(st(&[256]), load_dt(dt, 1, st(&[256])) + load_dt(dt, 2, st(&[256])));
     let up4 = [(OptOps::Upcast, 0, 4)];
     let generic = Target::generic_gpu();
@@ -134,9 +134,15 @@ fn element_types_without_plain_arrays_stay_scalar() {
     assert_eq!(widths(&compiled(&ast(DType::F16), &generic, &up4)), (vec![4, 4], vec![4]));
     let no_f16 = Target { has_f16: false, ..generic.clone() };
     assert_eq!(widths(&compiled(&ast(DType::F16), &no_f16, &up4)), (vec![1; 8], vec![1; 4]));
-    for packed in [DType::I8, DType::U16, DType::BF16] {
+    for packed in [DType::U16, DType::BF16] {
         assert_eq!(widths(&compiled(&ast(packed), &generic, &up4)), (vec![1; 8], vec![1; 4]), "{packed}");
     }
+    // four bytes are one u32 word of the packed array: loaded once; stores stay lane by lane
+    for bytes in [DType::I8, DType::U8, DType::BOOL] {
+        assert_eq!(widths(&compiled(&ast(bytes), &generic, &up4)), (vec![4, 4], vec![1; 4]), "{bytes}");
+    }
+    let pairs = [(OptOps::Upcast, 0, 2)];
+    assert_eq!(widths(&compiled(&ast(DType::U8), &generic, &pairs)), (vec![1; 4], vec![1; 2]), "half a word");
 }
 
 #[test]

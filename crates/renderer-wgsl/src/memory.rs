@@ -8,7 +8,8 @@
 //! has no pointer casts, so a buffer is declared `array<vecW<T>>` when every access of the
 //! kernel to it is `W` or more lanes wide (`W` the narrowest; plain 32-bit and native f16
 //! elements only), and an access of `w > W` lanes is put together from `w / W` array elements.
-//! A packed buffer is always scalar words: its vector accesses go lane by lane. Workgroup
+//! A packed buffer is always scalar words: its vector accesses go lane by lane, and a load of
+//! one whole word (four 8-bit lanes, indexed by words) reads that word for every lane. Workgroup
 //! arrays are declared `array<vecW<T>, n / W>` when their widest access is `W` (2 or 4) lanes
 //! and no cooperative-matrix access uses them; narrower accesses go to `[i >> s][i & (W - 1)]`.
 //! A store into a packed buffer clears its lane with `atomicAnd` and sets it with `atomicOr`,
@@ -141,10 +142,17 @@ impl Writer<'_> {
             Place::Global { name, dtype, atomic, width } => match storage(*dtype, self.caps) {
                 Some(Storage::Packed { bits }) => {
                     let get = self.helpers.call(Helper::GetLane { bits });
+                    // a vector of one whole word indexes words: every lane reads that word
+                    let whole = a.lanes * bits == 32;
                     let lanes: Vec<String> = (0..a.lanes)
                         .map(|k| {
-                            let at = a.part(a.lanes, k);
-                            let word = word(name, &at, bits);
+                            let (word, at) = match whole {
+                                true => (format!("{name}[{}]", a.idx), k.to_string()),
+                                false => {
+                                    let at = a.part(a.lanes, k);
+                                    (word(name, &at, bits), at)
+                                }
+                            };
                             let word = if *atomic { format!("atomicLoad(&{word})") } else { word };
                             self.value_from_bits(*dtype, &format!("{get}({word}, {at})"))
                         })
