@@ -174,6 +174,7 @@ impl Device {
         let storage_usage =
             wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
         let staging_usage = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
+        let adapter = AdapterSummary::from_wgpu(&info);
         let mut opened = Self {
             storage: Arc::new(BufferPool::new(
                 device.clone(),
@@ -182,7 +183,8 @@ impl Device {
                 "wgrad storage",
             )),
             staging: BufferPool::new(device.clone(), staging_usage, limits.max_buffer_size, "wgrad staging"),
-            adapter: AdapterSummary::from_wgpu(&info),
+            spin_wait: AtomicU64::new(default_spin_wait(adapter.kind)),
+            adapter,
             limits: DeviceLimits::from_wgpu(&limits),
             features: DeviceFeatures::from_wgpu(device.features()),
             tensor_cores,
@@ -194,7 +196,6 @@ impl Device {
             f16_rounding: F16Rounding::Software,
             checked_shaders: std::env::var(SHADER_CHECKS_ENV).is_ok_and(|v| v == "1"),
             clocks: Clocks::default(),
-            spin_wait: AtomicU64::new(default_spin_wait(AdapterSummary::from_wgpu(&info).kind)),
             _exit: wait_at_exit(&device),
             device,
             queue,

@@ -20,10 +20,10 @@
 
 use wgrad_ops::{Ops, UOp, UOpMap, UOpSet};
 
-use super::group::same_reduction;
+use super::group::{broadcasts_reduce, same_reduction};
 use super::kernel::{Lowered, buffer_key, lower_group};
 use super::order::{self, Node};
-use super::views::{contiguous_st, is_identity, sints};
+use super::views::{contiguous_st, is_identity};
 use crate::{EngineError, Shapes};
 
 /// The realized nodes `roots` (in graph order) grouped into kernels, each group in graph
@@ -76,10 +76,8 @@ fn shares_loops(read: &UOp, ka: &Lowered, kb: &Lowered, shapes: &mut Shapes) -> 
     match (ka.reduces.as_slice(), kb.reduces.is_empty()) {
         ([], true) => reads.all(|st| *st == contiguous_st(&kb.shape)),
         ([(inner, inner_st)], false) => {
-            let input = shapes.of(&inner.src()[0]).to_vec();
-            let broadcast = contiguous_st(&ka.shape).expand(&sints(&input));
             let outer = kb.reduces.iter().any(|(r, st)| is_identity(st) && same_reduction(inner, r, shapes));
-            is_identity(inner_st) && outer && broadcast.is_ok_and(|b| reads.all(|st| *st == b))
+            is_identity(inner_st) && outer && reads.all(|st| broadcasts_reduce(inner, st, shapes))
         }
         _ => false,
     }

@@ -232,7 +232,7 @@ impl Grouper<'_> {
 
 /// Whether `st` (a view of `src`) broadcasts a reduce's result back over the axes it reduced,
 /// onto the reduce's input shape: how a reduce nested in another over the same axes reads it.
-fn broadcasts_reduce(src: &UOp, st: &ShapeTracker, shapes: &mut Shapes) -> bool {
+pub(crate) fn broadcasts_reduce(src: &UOp, st: &ShapeTracker, shapes: &mut Shapes) -> bool {
     if src.op() != Ops::ReduceAxis {
         return false;
     }
