@@ -54,8 +54,9 @@ fn row_sum_reads_runs_of_8_in_a_group_just_wide_enough() {
     assert_eq!(k.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 32)]));
     assert_eq!(k.describe(), "(4096 | 32 | 32 | 8) global/group/reduce/unroll");
     // fewer rows, wider groups
+    // fewer rows, wider groups; a thread's 4 steps of 8 are unrolled, all its loads in flight
     let few = optimized(&sum_ast(&[256, 8192], &[1]), big_gpu());
-    assert_eq!(few.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 256)]));
+    assert_eq!(few.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 256), (Unroll, 1, 0)]));
 }
 
 #[test]
@@ -75,7 +76,7 @@ fn short_column_sums_with_few_outputs_are_grouped() {
     // a mean pooling's sum over 128 tokens of 128 x 384 states: 49152 outputs leave most of
     // the target idle with one thread each (or with tinygrad's upcasts, a twelfth of that)
     let k = optimized(&sum_ast(&[128, 128, 384], &[1]), big_gpu());
-    assert_eq!(k.applied_opts(), opts(&[(Upcast, 1, 4), (Local, 1, 16), (Group, 0, 8)]));
+    assert_eq!(k.applied_opts(), opts(&[(Upcast, 1, 4), (Local, 1, 16), (Group, 0, 8), (Unroll, 1, 0)]));
     // a short row reduce, or as many outputs as the target's threads, stays ungrouped
     let row = optimized(&sum_ast(&[128, 384, 128], &[2]), big_gpu());
     assert_eq!(row.group_for_reduces(), 0, "{}", row.describe());
@@ -85,12 +86,12 @@ fn short_column_sums_with_few_outputs_are_grouped() {
 
 #[test]
 fn full_reduction_groups_after_the_unroll() {
-    // every thread keeps four steps of its own: 4096 / 8 / 128 = 4
+    // every thread keeps four steps of its own (4096 / 8 / 128 = 4), unrolled
     let k = optimized(&sum_ast(&[4096], &[0]), Target::generic_gpu());
-    assert_eq!(k.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 128)]));
-    assert_eq!(k.describe(), "(128 | 4 | 8) group/reduce/unroll");
+    assert_eq!(k.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 128), (Unroll, 1, 0)]));
+    assert_eq!(k.describe(), "(128 | 8, 4) group/unroll");
     let k = optimized(&sum_ast(&[64, 1024], &[1]), Target::generic_gpu());
-    assert_eq!(k.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 32)]));
+    assert_eq!(k.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 32), (Unroll, 1, 0)]));
 }
 
 #[test]
@@ -119,13 +120,14 @@ fn logsumexp_rows_take_the_widest_group_where_partials_meet_in_subgroups() {
     // every thread reads all partials back: the group just wide enough
     let plain = optimized(&lse(4096, 8192), big_gpu());
     assert_eq!(plain.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 32)]));
-    // partials combined in subgroups: few rows in flight, so the second pass hits the cache
+    // partials combined in subgroups: few rows in flight; a thread's 4 steps are unrolled, so
+    // the two reduces share its loads
     let wide = optimized(&lse(4096, 8192), subgroups());
-    assert_eq!(wide.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 256)]));
+    assert_eq!(wide.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 256), (Unroll, 1, 0)]));
     assert!(wide.subgroup_partials());
     // narrower where a thread would run fewer than four steps
     let short = optimized(&lse(4096, 1024), subgroups());
-    assert_eq!(short.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 32)]));
+    assert_eq!(short.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 32), (Unroll, 1, 0)]));
     // a lone reduce keeps the group that brings the threads up to the target's parallelism
     let sum = optimized(&sum_ast(&[4096, 8192], &[1]), subgroups());
     assert_eq!(sum.applied_opts(), opts(&[(Unroll, 0, 8), (Group, 0, 32)]));
@@ -138,7 +140,7 @@ fn logsumexp_rows_take_the_widest_group_where_partials_meet_in_subgroups() {
 fn rows_narrower_than_a_subgroup_share_workgroups() {
     // 2048 rows of 384 (too few for one pass): groups of 16, 8 rows a workgroup of 128
     let k = optimized(&sum_ast(&[2048, 384], &[1]), big_gpu());
-    assert_eq!(k.applied_opts(), opts(&[(Unroll, 0, 4), (Group, 0, 16), (Local, 0, 8)]));
+    assert_eq!(k.applied_opts(), opts(&[(Unroll, 0, 4), (Group, 0, 16), (Unroll, 1, 0), (Local, 0, 8)]));
     assert_eq!(k.local_size(), 128, "{}", k.describe());
 }
 
@@ -195,7 +197,7 @@ fn odd_reduce_lengths_group_what_divides_or_stay_plain() {
     // 400 = 16 * 25: grouped by 16 without the unroll (100 is no multiple of a group size),
     // 8 rows a workgroup so that it fills whole subgroups
     let k = optimized(&sum_ast(&[64, 400], &[1]), big_gpu());
-    assert_eq!(k.applied_opts(), opts(&[(Group, 0, 16), (Local, 0, 8)]));
+    assert_eq!(k.applied_opts(), opts(&[(Group, 0, 16), (Unroll, 1, 0), (Local, 0, 8)]));
     // a prime length cannot be grouped: tinygrad's rules apply
     let prime = optimized(&sum_ast(&[64, 8191], &[1]), big_gpu());
     assert_eq!(prime.group_for_reduces(), 0);
@@ -212,7 +214,33 @@ fn axes_no_power_of_two_divides_group_by_a_divisor_near_the_wanted_group() {
     let b = load(2, strided(&shape, &[800, 400, 1, 20], 0));
     let k = optimized(&store_ast(st(&[8192, 1, 1, 1]), (a * b).reduce_axis(Ops::Add, &[1, 2, 3])), big_gpu());
     assert_eq!(k.group_for_reduces(), 1, "{}", k.describe());
-    assert_eq!(k.applied_opts().last(), Some(&opt(Group, 2, 20)), "{}", k.describe_opts());
+    assert_eq!(k.applied_opts().first(), Some(&opt(Group, 2, 20)), "{}", k.describe_opts());
+}
+
+#[test]
+fn few_outputs_take_the_widest_group_and_unroll_what_a_thread_has_left() {
+    // a batch norm's statistics over 512 images of 6 x 6 (64 channels, 36 neighbouring floats
+    // an image): 256 threads a channel, each reading 2 images with every load unrolled (BEAM's
+    // pick on an H100: 129 -> 16 us for the variance; 128 threads looping over 4 x 36 before)
+    let bn = load(1, strided(&[64, 512, 36], &[36, 2304, 1], 0));
+    let k = optimized(&store_ast(st(&[64, 1, 1]), bn.reduce_axis(Ops::Add, &[1, 2])), big_gpu());
+    assert_eq!(k.applied_opts(), opts(&[(Group, 0, 256), (Unroll, 2, 12), (Unroll, 2, 0), (Unroll, 1, 0)]));
+    assert_eq!(k.describe(), "(64 | 256 | 12, 3, 2) global/group/unroll");
+    // a thread left with more than 128 steps keeps its loop
+    let long = load(1, strided(&[64, 512, 144], &[144, 9216, 1], 0));
+    let k = optimized(&store_ast(st(&[64, 1, 1]), long.reduce_axis(Ops::Add, &[1, 2])), big_gpu());
+    assert!(k.describe().contains("reduce"), "{}", k.describe_opts());
+}
+
+#[test]
+fn a_narrow_group_shares_its_workgroup_with_rows_neighbouring_in_memory() {
+    // a batch norm's first stage over 32 channels x 256 images (a channel's 20 x 20 plane
+    // contiguous, images 32 planes apart) and 2 halves of the batch: groups of 20 along the
+    // rows, 4 channels a workgroup (neighbouring planes) rather than 4 images
+    let shape = [32, 256, 20, 2, 20];
+    let x = load(1, strided(&shape, &[400, 12800, 20, 3276800, 1], 0));
+    let k = optimized(&store_ast(st(&[32, 256, 1, 1, 1]), x.reduce_axis(Ops::Add, &[2, 3, 4])), big_gpu());
+    assert_eq!(k.applied_opts(), opts(&[(Group, 2, 20), (Unroll, 2, 0), (Unroll, 1, 0), (Local, 0, 4)]));
 }
 
 #[test]

@@ -27,7 +27,14 @@
 //!   [`MIN_ONE_PASS_ROWS`] (a layer norm's): 64 threads a row, 4 rows a thread, every load
 //!   unrolled ([`one_pass_rows`]); nested reduces share the unrolled loads.
 //!
-//! Each thread runs at least [`MIN_ITERATIONS`] loop steps of its own before the partials meet.
+//! Each thread runs at least [`MIN_ITERATIONS`] steps of its own before the partials meet
+//! (along the grouped axis and the other reduce axes together). What a thread has left to loop
+//! over after the row, column or largest-axis plans is unrolled whole when it is at most
+//! [`MAX_REST`] steps ([`unroll_rest`]), and a group narrower than a subgroup shares its
+//! workgroup with rows that neighbour it in memory ([`fill_workgroup`]). BEAM's picks for
+//! beautiful_mnist's batch-norm statistics on an H100 (64 channels of 512 x 6 x 6; 32 of 512
+//! x 20 x 20 in two stages): 65-129 -> 8-19 us and 65 -> 31 us a kernel, the step's kernels 4.18
+//! -> 3.71 ms.
 //! A kernel with nested reduces (all over the same axes: a max inside a sum) is grouped as its
 //! first reduce, each reduce looping over the row in turn; where the partials are combined in
 //! subgroups (see [`Kernel::subgroup_partials`]), by the widest group, so that few rows are in
@@ -46,6 +53,11 @@ const MIN_REDUCE: usize = 256;
 const MIN_COLUMN_REDUCE: usize = 64;
 /// Fewest loop steps a thread of a grouped reduce runs on its own.
 const MIN_ITERATIONS: usize = 4;
+/// Most reduce steps a thread of a grouped reduce may have left for [`unroll_rest`] to unroll
+/// them (BEAM unrolled 72 for a batch norm's statistics on an H100).
+const MAX_REST: usize = 128;
+/// Most lanes one UNROLL takes (the opt's limit).
+const MAX_UNROLL: usize = 32;
 /// Smallest and largest group of a row reduce.
 const GROUPS: (usize, usize) = (16, 256);
 /// Unrolls tried on a row, widest first.
@@ -135,11 +147,46 @@ pub(super) fn group_reduce(k: &mut Kernel) -> bool {
     let rows = group_sizes(outputs, wanted, GROUPS);
     let row = (fr..fu).rev().find(|&a| contiguous(a));
     let column = (0..fr).rev().find(|&a| contiguous(a));
-    match (row, column) {
+    let grouped = match (row, column) {
         (Some(axis), _) if reduce >= MIN_REDUCE => group_row(k, axis, sizes[axis], &rows),
         (None, Some(axis)) => group_column(k, axis, sizes[axis], outputs, &rows),
         (None, None) if reduce >= MIN_REDUCE => group_largest(k, &rows),
         _ => false,
+    };
+    if grouped {
+        unroll_rest(k);
+        fill_workgroup(k);
+    }
+    grouped
+}
+
+/// Unrolls every reduce axis a thread of a grouped reduce still loops over (innermost first)
+/// when, with what is unrolled already, they take at most [`MAX_REST`] steps: all of the
+/// thread's loads are then in flight at once, and nested reduces share them.
+fn unroll_rest(k: &mut Kernel) {
+    let (from, fu) = (k.first_reduce() + k.group_for_reduces(), k.first_upcast());
+    let Some(rest) = k.full_shape()[from..fu].iter().map(int).collect::<Option<Vec<usize>>>() else {
+        return;
+    };
+    let unrolled: usize = (fu..k.shape_len())
+        .filter(|&a| k.output_shape()[a] != k.full_shape()[a])
+        .filter_map(|a| int(&k.full_shape()[a]))
+        .product();
+    if rest.iter().product::<usize>() * unrolled > MAX_REST {
+        return;
+    }
+    for axis in (from..fu).rev() {
+        // a longer axis than one unroll takes goes in two steps (36 = 12 x 3), whole vectors of
+        // 4 among the inner lanes where possible
+        while let Some(size) = int(&k.full_shape()[axis]).filter(|&s| s > 1) {
+            let fr = k.first_reduce();
+            let fits = |d: &usize| size.is_multiple_of(*d) && size / d <= MAX_UNROLL;
+            let step =
+                (2..=size.min(MAX_UNROLL)).rev().filter(fits).max_by_key(|&d| (d == size, d % 4 == 0, d));
+            if !step.is_some_and(|d| try_opt(k, OptOps::Unroll, axis - fr, if d == size { 0 } else { d })) {
+                break;
+            }
+        }
     }
 }
 
@@ -150,18 +197,13 @@ fn group_row(k: &mut Kernel, axis: usize, size: usize, groups: &[usize]) -> bool
     for unroll in UNROLLS.into_iter().filter(|&u| size.is_multiple_of(u)) {
         let mut unrolled = k.clone();
         if try_opt(&mut unrolled, OptOps::Unroll, axis - fr, unroll)
-            && group_axis(&mut unrolled, axis, size / unroll, groups)
+            && group_axis(&mut unrolled, axis, size / unroll, groups, 1)
         {
             *k = unrolled;
-            fill_workgroup(k);
             return true;
         }
     }
-    let grouped = group_axis(k, axis, size, groups) || group_largest(k, groups);
-    if grouped {
-        fill_workgroup(k);
-    }
-    grouped
+    group_axis(k, axis, size, groups, 1) || group_largest(k, groups)
 }
 
 /// Many short rows (a reduce of [`MIN_COLUMN_REDUCE`] to [`MIN_REDUCE`] neighbouring elements,
@@ -219,9 +261,9 @@ fn one_pass_rows(k: &mut Kernel) -> bool {
     planned
 }
 
-/// Puts several rows of a grouped row reduce whose group is narrower than a subgroup (32
-/// where the target does not say) in one workgroup (LOCAL on the last output axis that takes
-/// it), up to [`FILLED`] threads: a workgroup of 16 threads leaves half of each subgroup idle,
+/// Puts several rows of a grouped reduce whose group is narrower than a subgroup (32 where
+/// the target does not say) in one workgroup (LOCAL on the output axis that takes it along
+/// which the loads move least, the last of equals), up to [`FILLED`] threads: a workgroup of 16 threads leaves half of each subgroup idle,
 /// and a GPU runs few workgroups at once (MiniLM's layer norms, 16384 rows of 384: H200 figures
 /// in PERFORMANCE.md).
 fn fill_workgroup(k: &mut Kernel) {
@@ -230,7 +272,12 @@ fn fill_workgroup(k: &mut Kernel) {
     if group >= k.target().subgroup_size.unwrap_or(32) || spare < 2 {
         return;
     }
-    for axis in (0..k.global_dims()).rev() {
+    // rows neighbouring in memory first: the largest stride a load takes along the axis
+    let loads: Vec<Vec<Option<i64>>> = reduce_loads(k).into_iter().map(|i| strides(k, i)).collect();
+    let reach = |a: usize| loads.iter().map(|s| s[a].map_or(i64::MAX, i64::abs)).max().unwrap_or(0);
+    let mut axes: Vec<usize> = (0..k.global_dims()).rev().collect();
+    axes.sort_by_key(|&a| reach(a));
+    for axis in axes {
         let Some(size) = int(&k.full_shape()[axis]) else { continue };
         let mut rows = 1usize << spare.ilog2();
         while rows > 1 {
@@ -277,14 +324,16 @@ fn group_largest(k: &mut Kernel, groups: &[usize]) -> bool {
     let mut axes: Vec<(usize, usize)> =
         (from..fu).filter_map(|a| int(&k.full_shape()[a]).map(|s| (s, a))).collect();
     axes.sort_unstable_by(|a, b| b.cmp(a));
-    if axes.first().is_some_and(|&(size, axis)| group_axis(k, axis, size, groups)) {
+    let reduce: usize = axes.iter().map(|&(size, _)| size).product();
+    // a thread's steps on the other reduce axes count too: a batch norm's 512 images of 36
+    // take a group of 256, two images a thread
+    if axes.first().is_some_and(|&(size, axis)| group_axis(k, axis, size, groups, reduce / size)) {
         return true;
     }
     let (Some(&best), Some(&lo), Some(&hi)) = (groups.first(), groups.iter().min(), groups.iter().max())
     else {
         return false;
     };
-    let reduce: usize = axes.iter().map(|&(size, _)| size).product();
     axes.iter().any(|&(size, axis)| {
         let mut divisors: Vec<usize> =
             (lo..=hi.min(size)).filter(|&g| size.is_multiple_of(g) && reduce / g >= MIN_ITERATIONS).collect();
@@ -294,11 +343,12 @@ fn group_largest(k: &mut Kernel, groups: &[usize]) -> bool {
 }
 
 /// Groups reduce `axis` (of `size`) by the first of `groups` that divides it, leaves each
-/// thread [`MIN_ITERATIONS`] steps and fits the workgroup.
-fn group_axis(k: &mut Kernel, axis: usize, size: usize, groups: &[usize]) -> bool {
+/// thread [`MIN_ITERATIONS`] steps (its steps along the axis times `others`, those it takes
+/// on other axes) and fits the workgroup.
+fn group_axis(k: &mut Kernel, axis: usize, size: usize, groups: &[usize], others: usize) -> bool {
     let from = k.first_reduce() + k.group_for_reduces();
     groups
         .iter()
-        .filter(|&&g| size.is_multiple_of(g) && size / g >= MIN_ITERATIONS)
+        .filter(|&&g| size.is_multiple_of(g) && size / g * others >= MIN_ITERATIONS)
         .any(|&g| try_opt(k, OptOps::Group, axis - from, g))
 }
