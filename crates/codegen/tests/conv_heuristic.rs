@@ -65,8 +65,9 @@ fn forward_tile_is_filters_by_window_positions_by_rows_with_the_kernel_row_unrol
     let k = optimized(&conv_ast(512, 32, 32, 24, 5, 1), big_gpu());
     let want = [(Upcast, 3, 4), (Upcast, 2, 2), (Upcast, 1, 8), (Unroll, 2, 0)];
     assert_eq!(k.applied_opts()[..4], want.map(|(op, a, n)| opt(op, a, n)));
-    // columns, then rows, then images on the workgroup; never the filters
-    assert_eq!(k.describe(), "(256, 4 | 5, 10, 2 | 32, 5 | 4, 2, 8 | 5) global/local/reduce/upcast/unroll");
+    // columns, then rows, then images on the workgroup (80 threads: 5 x 10 x 2 = 100 would
+    // fill 78% of four subgroups); never the filters
+    assert_eq!(k.describe(), "(64, 4, 5 | 5, 2, 8 | 32, 5 | 4, 2, 8 | 5) global/local/reduce/upcast/unroll");
     // a device with few threads in flight takes the largest tile: 4 rows
     let cpu = optimized(&conv_ast(64, 32, 32, 24, 5, 1), cpu_like());
     assert_eq!(cpu.applied_opts()[1], opt(Upcast, 2, 4), "{}", cpu.describe());
@@ -127,4 +128,19 @@ fn a_weight_gradient_with_few_outputs_tiles_and_groups_a_reduce_axis() {
     let small =
         optimized(&conv_weight_grad_ast(4, 1, 32, 12, 5), Target { parallelism: 1 << 10, ..big_gpu() });
     assert!(small.group_for_reduces() == 1 && small.upcasted() >= 2, "{}", small.describe());
+}
+
+#[test]
+fn workgroups_fill_four_fifths_of_their_subgroups() {
+    // beautiful_mnist's convolutions at batch 512: 72 threads (6 x 6 x 2) took three subgroups
+    // and left a quarter of one idle; now 96 (6 x 2 x 8)
+    let grad = optimized(&conv_input_grad_ast(512, 32, 32, 24, 5), big_gpu());
+    assert_eq!(grad.local_size(), 96, "{}", grad.describe());
+    let kernels =
+        [conv_ast(512, 1, 32, 28, 5, 1), conv_ast(512, 32, 32, 24, 5, 1), conv_ast(512, 32, 64, 10, 3, 1)];
+    for ast in kernels.iter().chain([conv_input_grad_ast(512, 32, 32, 24, 5)].iter()) {
+        let k = optimized(ast, big_gpu());
+        let threads = k.local_size() as usize;
+        assert!(threads * 5 >= threads.div_ceil(32) * 32 * 4, "{}", k.describe());
+    }
 }
