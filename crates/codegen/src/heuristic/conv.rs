@@ -13,7 +13,9 @@
 //! the threads of a workgroup read one filter value at a time (a broadcast), and fills at least
 //! four fifths of the subgroups it takes: a workgroup of 72 threads leaves a quarter of its
 //! third subgroup idle. The tile shrinks while it would leave fewer threads than half the
-//! target's `parallelism`.
+//! target's `parallelism` (a quarter for a weight gradient, whose threads each run a long
+//! reduce: beautiful_mnist's at batch 512 on an H100, conv2's 549 -> 399 us, conv4's 106 -> 86
+//! us, with larger tiles), and keeps at most 64 accumulators where a load is masked.
 //!
 //! Measured on lavapipe (2 cores, the conv2 forward of beautiful_mnist at batch 64): 8 filters
 //! x 4 positions x 2 rows with the 5-wide kernel row unrolled ran 2-4x faster than the
@@ -40,6 +42,10 @@ const TILES: [(usize, usize, usize); 10] = [
 ];
 /// Most accumulators a thread keeps.
 const MAX_ACCUMULATORS: usize = 160;
+/// The same where a load is masked (an input gradient's padded image: its validity and
+/// indices take registers too). beautiful_mnist's conv2 input gradient at batch 512 on an
+/// H100: 768 us with 4 x 4 x 8 accumulators, 678 us with 4 x 2 x 8.
+const MAX_MASKED_ACCUMULATORS: usize = 64;
 /// A window axis this short is upcast whole when the accumulators allow.
 const WHOLE_WINDOW: usize = 8;
 /// A window's reduce axis this short is unrolled whole, a longer one by up to [`UNROLL`].
@@ -94,6 +100,8 @@ struct Plan {
     rows: Vec<usize>,
     /// Fewest threads a tile may leave.
     min_threads: usize,
+    /// Most accumulators a thread keeps.
+    accumulators: usize,
 }
 
 /// For a kernel whose one reduce is a sum of a product, the real strides (validity ignored:
@@ -172,8 +180,17 @@ impl Plan {
                 .find(|&i| !windowed(i) && image.iter().any(|s| moves(s[i])) && all(filter, i, zero));
             let rows: Vec<usize> = second.into_iter().chain(batch).collect();
             let n = (0..fr).rev().find(|&i| all(image, i, zero) && filter.iter().any(|s| moves(s[i])))?;
-            let min_threads = k.target().parallelism / 2;
-            Some(Plan { sizes: sizes.clone(), fr, n, window: (o, r), rows, min_threads })
+            // a weight gradient (the window's output, the kernel's width, shorter than its
+            // reduce over positions) runs long reduces: a quarter of the parallelism will do
+            let share = if sizes[o] < sizes[r] { 4 } else { 2 };
+            let min_threads = k.target().parallelism / share;
+            let masked = k
+                .bufs()
+                .iter()
+                .zip(k.sts())
+                .any(|(b, st)| b.op() == Ops::Load && st.views().iter().any(|v| v.mask().is_some()));
+            let accumulators = if masked { MAX_MASKED_ACCUMULATORS } else { MAX_ACCUMULATORS };
+            Some(Plan { sizes: sizes.clone(), fr, n, window: (o, r), rows, min_threads, accumulators })
         })
     }
 
@@ -201,7 +218,7 @@ impl Plan {
     }
 
     /// The tiles of up to `n` filters, `m` window positions and `m2` rows (each the closest
-    /// divisor of its axis) that fit [`MAX_ACCUMULATORS`].
+    /// divisor of its axis) that fit the plan's accumulators.
     fn fitting(&self, n: usize, m: usize, m2: usize) -> Vec<Tile> {
         let n = divisor(self.sizes[self.n], n);
         let width = self.sizes[self.window.0];
@@ -217,7 +234,7 @@ impl Plan {
                 .collect(),
         };
         let tiles = options.into_iter().map(|(rows, m2)| Tile { n, m, rows, m2, group: None });
-        tiles.filter(|t| t.size() > 1 && t.size() <= MAX_ACCUMULATORS).collect()
+        tiles.filter(|t| t.size() > 1 && t.size() <= self.accumulators).collect()
     }
 
     /// Applies the tile, the unroll of the window's reduce axis and the workgroup.
