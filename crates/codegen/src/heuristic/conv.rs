@@ -15,7 +15,7 @@
 //! third subgroup idle. The tile shrinks while it would leave fewer threads than half the
 //! target's `parallelism` (a quarter for a weight gradient, whose threads each run a long
 //! reduce: beautiful_mnist's at batch 512 on an H100, conv2's 549 -> 399 us, conv4's 106 -> 86
-//! us, with larger tiles), and keeps at most 64 accumulators where a load is masked.
+//! us, with larger tiles), and on a GPU keeps at most 64 accumulators where a load is masked.
 //!
 //! Measured on lavapipe (2 cores, the conv2 forward of beautiful_mnist at batch 64): 8 filters
 //! x 4 positions x 2 rows with the 5-wide kernel row unrolled ran 2-4x faster than the
@@ -43,9 +43,13 @@ const TILES: [(usize, usize, usize); 10] = [
 /// Most accumulators a thread keeps.
 const MAX_ACCUMULATORS: usize = 160;
 /// The same where a load is masked (an input gradient's padded image: its validity and
-/// indices take registers too). beautiful_mnist's conv2 input gradient at batch 512 on an
-/// H100: 768 us with 4 x 4 x 8 accumulators, 678 us with 4 x 2 x 8.
+/// indices take registers too) on a device that runs [`MANY_THREADS`]. beautiful_mnist's conv2
+/// input gradient at batch 512 on an H100: 768 us with 4 x 4 x 8 accumulators, 678 us with 4 x
+/// 2 x 8. On lavapipe (256 threads) the larger tile stays: with the cap a training step at
+/// batch 64 took 335-346 ms instead of 299-305.
 const MAX_MASKED_ACCUMULATORS: usize = 64;
+/// A target's parallelism from which [`MAX_MASKED_ACCUMULATORS`] applies (a GPU's).
+const MANY_THREADS: usize = 1 << 15;
 /// A window axis this short is upcast whole when the accumulators allow.
 const WHOLE_WINDOW: usize = 8;
 /// A window's reduce axis this short is unrolled whole, a longer one by up to [`UNROLL`].
@@ -189,7 +193,8 @@ impl Plan {
                 .iter()
                 .zip(k.sts())
                 .any(|(b, st)| b.op() == Ops::Load && st.views().iter().any(|v| v.mask().is_some()));
-            let accumulators = if masked { MAX_MASKED_ACCUMULATORS } else { MAX_ACCUMULATORS };
+            let gpu = k.target().parallelism >= MANY_THREADS;
+            let accumulators = if masked && gpu { MAX_MASKED_ACCUMULATORS } else { MAX_ACCUMULATORS };
             Some(Plan { sizes: sizes.clone(), fr, n, window: (o, r), rows, min_threads, accumulators })
         })
     }
