@@ -263,8 +263,8 @@ fn one_pass_rows(k: &mut Kernel) -> bool {
 
 /// Puts several rows of a grouped reduce whose group is narrower than a subgroup (32 where
 /// the target does not say) in one workgroup (LOCAL on the output axis that takes it along
-/// which the loads move least, the last of equals), up to [`FILLED`] threads: a workgroup of 16 threads leaves half of each subgroup idle,
-/// and a GPU runs few workgroups at once (MiniLM's layer norms, 16384 rows of 384: H200 figures
+/// which the loads move least, the last of equals), up to [`FILLED`] threads: a workgroup of
+/// 16 threads leaves half of each subgroup idle, and a GPU runs few workgroups at once (MiniLM's layer norms, 16384 rows of 384: H200 figures
 /// in PERFORMANCE.md).
 fn fill_workgroup(k: &mut Kernel) {
     let group = usize::try_from(k.local_size()).unwrap_or(FILLED).max(1);
