@@ -129,7 +129,7 @@ impl Kernel {
         if self.bufs[ia].dtype() != tc.dtype_in || self.bufs[ib].dtype() != tc.dtype_in {
             return refuse(format!("the factors are not {}", tc.dtype_in));
         }
-        if [ia, ib].iter().any(|&i| self.sts[i].views().iter().any(|v| v.mask().is_some())) {
+        if [ia, ib].iter().any(|&i| self.sts[i].has_mask()) {
             return refuse("a factor is masked (padded)".into());
         }
         let choices = self.tc_axis_choices();

@@ -73,7 +73,7 @@ impl Kernel {
     fn stage_of(&self, load: &UOp, threads: i64) -> Option<TileStage> {
         let i = self.bufs.iter().position(|b| b == load)?;
         let st = &self.sts[i];
-        if load.src()[0].op() != Ops::DefineGlobal || st.views().iter().any(|v| v.mask().is_some()) {
+        if load.src()[0].op() != Ops::DefineGlobal || st.has_mask() {
             return None;
         }
         let strides: Vec<Option<i64>> =

@@ -200,6 +200,11 @@ impl ShapeTracker {
             .collect()
     }
 
+    /// Whether any view masks its elements (a pad or shrink left validity conditions).
+    pub fn has_mask(&self) -> bool {
+        self.views().iter().any(|v| v.mask().is_some())
+    }
+
     /// Whether the validity of an element depends on its position along `axis`.
     pub fn axis_is_masked(&self, axis: usize) -> bool {
         let vars = self.axis_vars();

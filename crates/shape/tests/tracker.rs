@@ -399,4 +399,6 @@ fn axis_is_masked() {
     assert!(!t.axis_is_masked(1));
     assert!(t.axis_is_masked(2));
     assert!(!t.axis_is_masked(3));
+    assert!(t.has_mask());
+    assert!(!st(&[10, 10]).has_mask());
 }

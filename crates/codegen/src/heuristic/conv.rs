@@ -188,11 +188,7 @@ impl Plan {
             // reduce over positions) runs long reduces: a quarter of the parallelism will do
             let share = if sizes[o] < sizes[r] { 4 } else { 2 };
             let min_threads = k.target().parallelism / share;
-            let masked = k
-                .bufs()
-                .iter()
-                .zip(k.sts())
-                .any(|(b, st)| b.op() == Ops::Load && st.views().iter().any(|v| v.mask().is_some()));
+            let masked = k.bufs().iter().zip(k.sts()).any(|(b, st)| b.op() == Ops::Load && st.has_mask());
             let gpu = k.target().parallelism >= MANY_THREADS;
             let accumulators = if masked && gpu { MAX_MASKED_ACCUMULATORS } else { MAX_ACCUMULATORS };
             Some(Plan { sizes: sizes.clone(), fr, n, window: (o, r), rows, min_threads, accumulators })

@@ -42,7 +42,7 @@
 //! workgroup's registers instead, 32 to 256 threads, read it once but ran slower on an H200
 //! when every thread read all the group's partials back, twice.)
 
-use super::operands::{mul_operands, reduce_loads, strides};
+use super::operands::{mul_operands, reduce_load_strides};
 use super::{int, try_opt};
 use crate::{Kernel, OptOps};
 
@@ -109,7 +109,7 @@ pub(super) fn group_reduce(k: &mut Kernel) -> bool {
     if fr >= fu {
         return false;
     }
-    let loads: Vec<Vec<Option<i64>>> = reduce_loads(k).into_iter().map(|i| strides(k, i)).collect();
+    let loads = reduce_load_strides(k);
     let contiguous = |a: usize| {
         sizes[a] > 1
             && loads.iter().all(|s| matches!(s[a], Some(0 | 1)))
@@ -273,7 +273,7 @@ fn fill_workgroup(k: &mut Kernel) {
         return;
     }
     // rows neighbouring in memory first: the largest stride a load takes along the axis
-    let loads: Vec<Vec<Option<i64>>> = reduce_loads(k).into_iter().map(|i| strides(k, i)).collect();
+    let loads = reduce_load_strides(k);
     let reach = |a: usize| loads.iter().map(|s| s[a].map_or(i64::MAX, i64::abs)).max().unwrap_or(0);
     let mut axes: Vec<usize> = (0..k.global_dims()).rev().collect();
     axes.sort_by_key(|&a| reach(a));

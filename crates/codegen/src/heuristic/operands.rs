@@ -41,8 +41,13 @@ pub(super) fn mul_operands(k: &Kernel) -> Option<(usize, usize)> {
     Some((buf_index(k, a)?, buf_index(k, b)?))
 }
 
+/// The real strides ([`strides`]) of every load under the first reduce.
+pub(super) fn reduce_load_strides(k: &Kernel) -> Vec<Vec<Option<i64>>> {
+    reduce_loads(k).into_iter().map(|i| strides(k, i)).collect()
+}
+
 /// The indices in `k.bufs()` of the loads under the first reduce.
-pub(super) fn reduce_loads(k: &Kernel) -> Vec<usize> {
+fn reduce_loads(k: &Kernel) -> Vec<usize> {
     let Some(r) = k.reduceop() else { return vec![] };
     r.toposort().iter().filter(|u| u.op() == Ops::Load).filter_map(|u| buf_index(k, u)).collect()
 }
