@@ -28,6 +28,7 @@ use crate::info::{AdapterSummary, DeviceFeatures, DeviceKind, DeviceLimits, tens
 use crate::pipeline::{Pipeline, PipelineCache};
 use crate::pool::{BufferPool, MemoryStats};
 use crate::submit::Stream;
+use crate::submitter::Submitter;
 use crate::transfer::BELT_CHUNK;
 use crate::wait::default_spin_wait;
 use wgrad_codegen::TensorCoreShape;
@@ -50,10 +51,14 @@ pub const SHADER_CHECKS_ENV: &str = "WGRAD_SHADER_CHECKS";
 struct Health {
     lost: Mutex<Option<String>>,
     uncaptured: Mutex<Vec<String>>,
+    /// The first failure of the submit thread not reported yet.
+    submit_thread: Mutex<Option<RuntimeError>>,
 }
 
 /// A wgpu device and queue with a buffer pool and a pipeline cache.
 pub struct Device {
+    /// The submit thread (see `submitter.rs`); first, so it is dropped first.
+    pub(crate) submitter: Option<Submitter>,
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     adapter: AdapterSummary,
@@ -175,7 +180,16 @@ impl Device {
             wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
         let staging_usage = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
         let adapter = AdapterSummary::from_wgpu(&info);
+        let stream = Stream::new(&device, BELT_CHUNK);
+        let failed = Arc::clone(&health);
+        let submitter =
+            Submitter::start(device.clone(), queue.clone(), Arc::clone(&stream.finished), move |e| {
+                failed.submit_thread.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+            })
+            .ok();
+        let exit = wait_at_exit(&device, submitter.as_ref().map(Submitter::handoff));
         let mut opened = Self {
+            submitter,
             storage: Arc::new(BufferPool::new(
                 device.clone(),
                 storage_usage,
@@ -191,12 +205,12 @@ impl Device {
             pipelines: PipelineCache::default(),
             bind_groups: BindGroupCache::default(),
             var_buffers: Mutex::default(),
-            stream: Mutex::new(Stream::new(&device, BELT_CHUNK)),
+            stream: Mutex::new(stream),
             health,
             f16_rounding: F16Rounding::Software,
             checked_shaders: std::env::var(SHADER_CHECKS_ENV).is_ok_and(|v| v == "1"),
             clocks: Clocks::default(),
-            _exit: wait_at_exit(&device),
+            _exit: exit,
             device,
             queue,
         };
@@ -345,6 +359,9 @@ impl Device {
     pub(crate) fn check(&self) -> Result<()> {
         if let Some(reason) = self.health.lost.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
             return Err(RuntimeError::DeviceLost(reason.clone()));
+        }
+        if let Some(error) = self.health.submit_thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            return Err(error);
         }
         let mut errors = self.health.uncaptured.lock().unwrap_or_else(|p| p.into_inner());
         if errors.is_empty() {

@@ -8,8 +8,9 @@
 //! - [`Pipeline`]: a compiled entry point, cached by (source, entry point).
 //! - [`Batch`]: many launches recorded for one compute pass; [`Device::submit`] puts it in
 //!   the device's command stream (after the uploads staged before it) and submits the stream
-//!   when the device is idle, coalescing batches while it is busy ([`Device::record`] leaves
-//!   it for the next submit, [`Device::flush`] submits now); [`fold_workgroups`] documents
+//!   when the device is idle, coalescing batches while it is busy, through a submit thread
+//!   of the device's own ([`Device::record`] leaves it for the next submit, [`Device::flush`]
+//!   submits now); [`fold_workgroups`] documents
 //!   how launches over 65535 workgroups are folded; bind groups are cached by (pipeline,
 //!   buffers), and a [`Prepared`] launch carries its own.
 //! - [`GpuProgram`]: a codegen `Program` rendered to WGSL for this device
@@ -49,6 +50,7 @@ mod pool;
 mod probe;
 mod program;
 mod submit;
+mod submitter;
 mod timing;
 mod transfer;
 mod wait;

@@ -11,7 +11,9 @@
 //! host time: wgpu's bookkeeping, the driver), and one of them waits queued behind the running
 //! one, so the device does not idle until the host notices it finished. [`Device::record`]
 //! leaves a batch for the next submit whatever the device is doing, so a schedule and the
-//! readback of its result are one submit.
+//! readback of its result are one submit. A batch submit of launches alone goes to the queue
+//! through the device's submit thread (`submitter.rs`): the caller goes on while the encoder
+//! is finished and submitted.
 //!
 //! Batches and the readback or timed work after them are recorded as compute passes (and
 //! copies) into one open command encoder, finished only when the stream is submitted or an
@@ -25,11 +27,14 @@
 //!   pool hands out again is only touched after everything recorded before it. What the open
 //!   encoder holds was recorded before anything in the belt's open encoder (a batch recorded
 //!   after an upload first closes both), so closing the open encoder first keeps the order.
+//!   A submit on the caller's thread first waits for the submit thread to submit what it was
+//!   handed.
 //! - A batch whose bind groups cannot be made (a binding the pipeline does not declare, a
 //!   destroyed buffer) is refused before anything of it is recorded, and what was recorded
 //!   before it still runs. An error wgpu finds only when the encoder is finished (a launch the
 //!   runtime's own checks let through) fails every batch in that encoder, reported by the
-//!   call that finished it.
+//!   call that finished it, or, for an encoder the submit thread finished, by the next call
+//!   that checks the device.
 //! - Work left in the stream runs at the latest with the next submit, readback, timed run,
 //!   flush or sync (the device never waits for work it was not given: a host that records
 //!   work while the device is busy and then computes for long without calling the device
@@ -68,9 +73,9 @@ pub(crate) struct Stream {
     /// Launches among them.
     launches: usize,
     /// Submits so far.
-    submits: u64,
+    pub(crate) submits: u64,
     /// Submits the device has finished, as its callbacks report them.
-    finished: Arc<AtomicU64>,
+    pub(crate) finished: Arc<AtomicU64>,
     /// Command buffers submitted so far.
     command_buffers: u64,
 }
@@ -120,7 +125,7 @@ impl Device {
             || stream.launches >= MAX_PENDING
             || (in_flight < MAX_IN_FLIGHT && stream.launches >= QUEUED_LAUNCHES)
         {
-            self.submit_stream(&mut stream, "batch submit")?;
+            self.submit_or_hand(&mut stream)?;
         }
         Ok(())
     }
@@ -225,10 +230,34 @@ impl Device {
         Ok(())
     }
 
+    /// Submits the stream: through the submit thread when it is the open encoder's launches
+    /// alone (see `submitter.rs`), else on this thread.
+    fn submit_or_hand(&self, stream: &mut Stream) -> Result<()> {
+        let launches_alone = stream.commands.is_empty() && stream.uploads.is_none();
+        let (Some(submitter), true) = (&self.submitter, launches_alone) else {
+            return self.submit_stream(stream, "batch submit");
+        };
+        let Some(encoder) = stream.open.take() else { return Ok(()) };
+        crate::exit::wait_when_thread_ends();
+        match submitter.hand(encoder, stream.submits + 1) {
+            None => {
+                stream.launches = 0;
+                stream.submits += 1;
+                stream.command_buffers += 1;
+                Ok(())
+            }
+            Some(encoder) => {
+                stream.open = Some(encoder);
+                self.submit_stream(stream, "batch submit")
+            }
+        }
+    }
+
     /// Submits every command buffer of the stream in one submit (the open encoder's too: if
     /// finishing it fails, the rest is submitted and its error returned).
     fn submit_stream(&self, stream: &mut Stream, context: &'static str) -> Result<()> {
-        let closed = self.close_open(stream);
+        let taken_back = self.take_back(stream);
+        let closed = self.close_open(stream).and(taken_back);
         stream.close_uploads();
         stream.launches = 0;
         if stream.commands.is_empty() {
@@ -246,6 +275,22 @@ impl Device {
             finished.fetch_max(number, Ordering::Relaxed);
         });
         closed.and(submitted)
+    }
+
+    /// Puts the encoders the submit thread has not started on back at the front of the stream,
+    /// finished (once the thread has submitted the ones it took). They count as part of the
+    /// submit that takes them. A failure to finish one leaves it out and is returned.
+    fn take_back(&self, stream: &mut Stream) -> Result<()> {
+        let Some(submitter) = &self.submitter else { return Ok(()) };
+        let encoders = submitter.take_back();
+        if encoders.is_empty() {
+            return Ok(());
+        }
+        stream.submits -= encoders.len() as u64;
+        stream.command_buffers -= encoders.len() as u64;
+        let (commands, failed) = crate::submitter::finish(&self.device, encoders, "batch submit");
+        stream.commands.splice(0..0, commands);
+        failed
     }
 
     /// How many submits the device has not finished (after a poll that does not wait). A

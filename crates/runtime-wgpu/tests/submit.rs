@@ -176,3 +176,28 @@ fn a_batch_that_fails_to_encode_leaves_the_stream_to_run() {
     assert!(device.record(bad).is_err());
     assert_eq!(device.read_as::<f32>(&y).unwrap(), [2.0; 256]);
 }
+
+#[test]
+fn an_error_in_work_handed_to_the_submit_thread_is_reported_by_a_later_call() {
+    let Some(device) = common::device() else { return };
+    let axpy_pipeline = device.pipeline(AXPY, "axpy").unwrap();
+    let y = device.upload(&[0.0f32; 256]).unwrap();
+    let x = device.upload(&[1.0f32; 256]).unwrap();
+    let doomed = device.upload(&[0.0f32; 256]).unwrap();
+    device.sync().unwrap();
+    let mut batch = device.batch();
+    batch.dispatch(&axpy_pipeline, &[&doomed, &x], [4, 1, 1]).unwrap();
+    device.record(batch).unwrap();
+    doomed.raw().destroy();
+    // the device is idle and the stream holds launches alone: the submit thread takes them
+    let submits = device.submits();
+    axpy(&device, &y, &x);
+    assert_eq!(device.submits(), submits + 1);
+    // the thread's submit failed, or the sync took the encoder back before the thread
+    // started on it and its own submit failed
+    device.sync().expect_err("a destroyed buffer in a submit is an error");
+    // nothing of the failed submit ran, and the device goes on
+    assert_eq!(device.read_as::<f32>(&y).unwrap(), [0.0; 256]);
+    axpy(&device, &y, &x);
+    assert_eq!(device.read_as::<f32>(&y).unwrap(), [1.0; 256]);
+}
