@@ -28,7 +28,7 @@ use crate::info::{AdapterSummary, DeviceFeatures, DeviceKind, DeviceLimits, tens
 use crate::pipeline::{Pipeline, PipelineCache};
 use crate::pool::{BufferPool, MemoryStats};
 use crate::submit::Stream;
-use crate::submitter::Submitter;
+use crate::submitter::{Submitter, submit_spin};
 use crate::transfer::BELT_CHUNK;
 use crate::wait::default_spin_wait;
 use wgrad_codegen::TensorCoreShape;
@@ -182,11 +182,16 @@ impl Device {
         let adapter = AdapterSummary::from_wgpu(&info);
         let stream = Stream::new(&device, BELT_CHUNK);
         let failed = Arc::clone(&health);
-        let submitter =
-            Submitter::start(device.clone(), queue.clone(), Arc::clone(&stream.finished), move |e| {
+        let submitter = Submitter::start(
+            device.clone(),
+            queue.clone(),
+            submit_spin(adapter.kind),
+            Arc::clone(&stream.finished),
+            move |e| {
                 failed.submit_thread.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
-            })
-            .ok();
+            },
+        )
+        .ok();
         let exit = wait_at_exit(&device, submitter.as_ref().map(Submitter::handoff));
         let mut opened = Self {
             submitter,
