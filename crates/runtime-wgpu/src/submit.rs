@@ -73,7 +73,7 @@ pub(crate) struct Stream {
     /// Launches among them.
     launches: usize,
     /// Submits so far.
-    pub(crate) submits: u64,
+    submits: u64,
     /// Submits the device has finished, as its callbacks report them.
     pub(crate) finished: Arc<AtomicU64>,
     /// Command buffers submitted so far.
