@@ -48,6 +48,7 @@ use std::sync::{Arc, MutexGuard};
 use crate::batch::{Batch, record};
 use crate::device::Device;
 use crate::error::{Result, RuntimeError, scoped};
+use crate::submitter::finish;
 
 /// Launches that may wait in the stream for the device to finish earlier work; more are
 /// submitted at once (they queue on the device behind it).
@@ -223,11 +224,9 @@ impl Device {
     /// Finishes the open encoder into a command buffer at the end of the stream. If wgpu
     /// finds an error in it, nothing of it runs and the error is returned.
     fn close_open(&self, stream: &mut Stream) -> Result<()> {
-        let Some(encoder) = stream.open.take() else { return Ok(()) };
-        let commands = scoped(&self.device, || encoder.finish())
-            .map_err(|e| RuntimeError::from_wgpu(e, "batch submit"))?;
-        stream.commands.push(commands);
-        Ok(())
+        let (commands, finished) = finish(&self.device, stream.open.take(), "batch submit");
+        stream.commands.extend(commands);
+        finished
     }
 
     /// Submits the stream: through the submit thread when it is the open encoder's launches
@@ -288,7 +287,7 @@ impl Device {
         }
         stream.submits -= encoders.len() as u64;
         stream.command_buffers -= encoders.len() as u64;
-        let (commands, failed) = crate::submitter::finish(&self.device, encoders, "batch submit");
+        let (commands, failed) = finish(&self.device, encoders, "batch submit");
         stream.commands.splice(0..0, commands);
         failed
     }
