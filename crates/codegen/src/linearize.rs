@@ -413,7 +413,7 @@ impl Graph {
         let mut seeds = items[b].clone();
         seeds.sort_by_key(|&it| {
             let i = self.first_node(it);
-            (!is_definition(self.nodes[i].op()), i)
+            (!is_definition(self.nodes[i].op()), !is_prefetch(&self.nodes[i]), i)
         });
         let cycle = |it: Item| LinearizeError::OrderCycle { node: self.nodes[self.first_node(it)].clone() };
         let mut done: HashMap<Item, bool> = HashMap::new(); // false: in progress, true: done
@@ -464,6 +464,15 @@ impl Graph {
         }
         Ok(())
     }
+}
+
+/// A global load gated by a barrier: a staged copy's read of the next step's block, which goes
+/// first in its loop body (right after the barrier) so that its latency hides behind the
+/// step's work on the block already staged, instead of stalling the store that follows it.
+fn is_prefetch(u: &UOp) -> bool {
+    u.op() == Ops::Load
+        && u.src().iter().skip(1).any(|s| s.op() == Ops::Barrier)
+        && u.src()[0].src().first().is_some_and(|b| b.op() == Ops::DefineGlobal)
 }
 
 /// Definitions go first in the kernel body.

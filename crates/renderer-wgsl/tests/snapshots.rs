@@ -199,6 +199,10 @@ fn gemm_register_tile_double_staged_in_workgroup_memory() {
     let (barrier, after) = in_loop.split_once("workgroupBarrier();").expect("a barrier in the loop");
     assert!(!barrier.contains("tile_"), "the barrier opens the step:\n{source}");
     assert!(after.contains("] = "), "the next copy in the loop:\n{source}");
+    // the next step's global loads open the step, ahead of the tiles' work on this one
+    let first = |needle: &str| after.find(needle).unwrap_or(usize::MAX);
+    let tiles = first("tile_a[").min(first("tile_b["));
+    assert!(first("data1[") < tiles && first("data2[") < tiles, "the next loads first:\n{source}");
     insta::assert_snapshot!(source);
 }
 
