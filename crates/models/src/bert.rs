@@ -42,19 +42,38 @@ fn normalized(norm: &LayerNorm, x: &Tensor, dtype: DType) -> TensorResult<Tensor
     Ok(norm.forward(&x.float())?.cast(dtype))
 }
 
-/// A linear layer, `x @ weight.T + bias`, with the weight `(out, in)` as the checkpoint has it
-/// (the matmul stages its tiles in workgroup memory: on an H100 MiniLM's float32 batch ran as
-/// fast as through a transposed contiguous copy, 17.46-17.51 against 17.36-17.37 ms of kernels,
-/// docs/PERFORMANCE.md).
+/// Fewest rows of `x` for which a float32 [`Dense`] multiplies by its `(in, out)` copy: where
+/// the product is large enough for the register tile (MiniLM's batch, 16384 rows). A skinny
+/// product (one 16-token sentence) reads a weight `(in, out)` through a column reduce that ran
+/// 1.3-4.4x slower than the row reduce of `weight.T` on an H200.
+const MIN_TILED_ROWS: usize = 4096;
+
+/// A linear layer, `x @ weight.T + bias`, with the checkpoint's weight `(out, in)`. In float32
+/// the layer also keeps `weight.T` as a contiguous `(in, out)` copy for large inputs: the
+/// register tile reads a factor contiguous along its output axis in whole lines and one
+/// contiguous along the reduce in 32 bytes a row, and MiniLM's four projections ran 7-9% faster
+/// from the copy on an H200 (docs/PERFORMANCE.md). A half weight is only kept as the checkpoint
+/// has it, which the tensor-core tile reads faster.
 struct Dense {
+    /// `(out, in)`.
     weight: Tensor,
+    /// `weight.T` contiguous, `(in, out)`: float32 layers only.
+    columns: Option<Tensor>,
     bias: Tensor,
 }
 
 impl Dense {
     /// The layer of `weight` `(out, in)` and `bias` `(out,)`.
-    fn new(weight: Tensor, bias: Tensor) -> Dense {
-        Dense { weight, bias }
+    fn new(weight: Tensor, bias: Tensor) -> Result<Dense> {
+        let columns = match weight.dtype() {
+            DType::F32 => {
+                let columns = weight.t()?.contiguous();
+                columns.realize()?;
+                Some(columns)
+            }
+            _ => None,
+        };
+        Ok(Dense { weight, columns, bias })
     }
 
     /// The checkpoint's `name.weight` `(out, in)` and `name.bias`.
@@ -66,17 +85,26 @@ impl Dense {
         dtype: DType,
     ) -> Result<Dense> {
         let (weight, bias) = weights.linear(name, out_features, in_features, dtype)?;
-        Ok(Dense::new(weight, bias))
+        Dense::new(weight, bias)
+    }
+
+    /// `weight.T` for `x`: the `(in, out)` copy where `x` has enough rows for it.
+    fn weight_t(&self, x: &Tensor) -> TensorResult<Tensor> {
+        let rows: usize = x.shape().iter().rev().skip(1).product();
+        match &self.columns {
+            Some(columns) if rows >= MIN_TILED_ROWS => Ok(columns.clone()),
+            _ => self.weight.t(),
+        }
     }
 
     /// `x @ weight.T + bias` over the last axis of `x`.
     fn forward(&self, x: &Tensor) -> TensorResult<Tensor> {
-        x.linear(&self.weight.t()?, Some(&self.bias))
+        x.linear(&self.weight_t(x)?, Some(&self.bias))
     }
 
     /// The same in float32, never rounded to a half type (for an activation that follows).
     fn forward_f32(&self, x: &Tensor) -> TensorResult<Tensor> {
-        x.matmul_dtype(&self.weight.t()?, DType::F32)?.add(self.bias.float())
+        x.matmul_dtype(&self.weight_t(x)?, DType::F32)?.add(self.bias.float())
     }
 }
 
@@ -105,7 +133,7 @@ impl BertLayer {
             Ok(t)
         };
         Ok(BertLayer {
-            qkv: Dense::new(cat(|(w, _)| w)?, cat(|(_, b)| b)?),
+            qkv: Dense::new(cat(|(w, _)| w)?, cat(|(_, b)| b)?)?,
             attention_output: Dense::load(weights, &format!("{p}.attention.output.dense"), h, h, dtype)?,
             attention_norm: layer_norm(weights, &format!("{p}.attention.output.LayerNorm"), config)?,
             intermediate: Dense::load(weights, &format!("{p}.intermediate.dense"), f, h, dtype)?,
@@ -263,5 +291,38 @@ impl BertModel {
         self.check(batch)?;
         let (ids, types, mask) = batch.tensors()?;
         Ok(self.encode(&ids, &types, &mask)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rows of `x @ weight.T + bias` through `weight.T` itself.
+    fn reference(x: &Tensor, weight: &Tensor, bias: &Tensor) -> Vec<f32> {
+        x.linear(&weight.t().unwrap(), Some(bias)).unwrap().to_vec::<f32>().unwrap()
+    }
+
+    #[test]
+    fn a_float32_layer_multiplies_large_inputs_by_its_column_copy_with_the_same_result() {
+        let (weight, bias) = (Tensor::randn(&[6, 8], 1).unwrap(), Tensor::randn(&[6], 2).unwrap());
+        let dense = Dense::new(weight.clone(), bias.clone()).unwrap();
+        let columns = dense.columns.clone().expect("a float32 layer keeps the copy");
+        for rows in [16, MIN_TILED_ROWS] {
+            let x = Tensor::randn(&[rows, 8], 3).unwrap();
+            let uses_copy = dense.weight_t(&x).unwrap().uop() == columns.uop();
+            assert_eq!(uses_copy, rows >= MIN_TILED_ROWS, "{rows} rows");
+            let (got, want) =
+                (dense.forward(&x).unwrap().to_vec::<f32>().unwrap(), reference(&x, &weight, &bias));
+            let worst = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+            assert!(worst <= 1e-5, "{rows} rows: off by {worst}");
+        }
+    }
+
+    #[test]
+    fn a_half_layer_keeps_only_the_checkpoint_weight() {
+        let weight = Tensor::randn(&[6, 8], 1).unwrap().cast(DType::F16);
+        let dense = Dense::new(weight, Tensor::randn(&[6], 2).unwrap().cast(DType::F16)).unwrap();
+        assert!(dense.columns.is_none());
     }
 }
