@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 
 use wgrad_dtype::{AddrSpace, DType};
-use wgrad_ops::{Arg, Coop, CoopRole, Ops, UOp};
+use wgrad_ops::{Arg, Coop, CoopRole, Ops, UOp, UOpMap};
 use wgrad_shape::{IndexAlgebra, Sint};
 
 use crate::lowerer::{LowerError, Lowerer, unexpected, with};
@@ -116,6 +116,7 @@ pub(crate) fn lower_tc(
     let layout = Arg::Coop(Coop { role: CoopRole::C, row_major: true });
     let mut stores = vec![];
     let mut freed: Option<UOp> = None;
+    let mut first: Option<UOp> = None;
     for (out_lane, acc) in outputs {
         let mut src = vec![at(&base), acc, UOp::index_const(tn as i64)];
         src.extend(freed.take());
@@ -136,8 +137,32 @@ pub(crate) fn lower_tc(
         }
         freed = Some(UOp::new(Ops::Barrier, DType::VOID, round.clone(), Arg::None));
         stores.extend(round);
+        first.get_or_insert(barrier);
     }
-    Ok(UOp::sink(stores))
+    let sink = UOp::sink(stores);
+    Ok(match first {
+        Some(barrier) => epilogue_loads_after(&sink, &barrier),
+        None => sink,
+    })
+}
+
+/// `sink` with its ungated global loads outside the tiles' work (a bias, a residual) ordered
+/// after `barrier`, the first tile's store: the linearizer then issues them together as the
+/// epilogue begins (`is_prefetch`), instead of each in the round of its tile, where its
+/// latency stalls the subgroup between two barriers.
+fn epilogue_loads_after(sink: &UOp, barrier: &UOp) -> UOp {
+    let before: UOpMap<()> = barrier.toposort().into_iter().map(|u| (u, ())).collect();
+    let global = |u: &UOp| u.src()[0].src().first().is_some_and(|b| b.op() == Ops::DefineGlobal);
+    let gated: UOpMap<UOp> = sink
+        .toposort()
+        .into_iter()
+        .filter(|u| u.op() == Ops::Load && u.src().len() == 1 && global(u) && !before.contains_key(u))
+        .map(|u| {
+            let load = UOp::load(u.dtype(), [u.src()[0].clone(), barrier.clone()]);
+            (u, load)
+        })
+        .collect();
+    sink.substitute(&gated)
 }
 
 /// The factors' blocks of one step of the reduce loop copied into workgroup memory: the two

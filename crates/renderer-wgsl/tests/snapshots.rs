@@ -327,6 +327,26 @@ fn tensor_core_tiles_staged_in_workgroup_memory() {
 }
 
 #[test]
+fn tensor_core_epilogue_loads_its_bias_once_the_tiles_are_done() {
+    // `x @ W + b` in halves: the bias loads of every tile's round are issued together after
+    // the first tile's store, not each between the barriers of its own round
+    let a = load_dt(DType::F16, 1, strided(&[64, 32, 32], &[32, 0, 1], 0));
+    let b = load_dt(DType::F16, 2, strided(&[64, 32, 32], &[0, 32, 1], 0));
+    let bias = load_dt(DType::F16, 3, strided(&[64, 32, 1], &[0, 1, 0], 0)).cast(DType::F32);
+    let sum = (&a * &b).cast(DType::F32).reduce_axis(Ops::Add, &[2]);
+    let ast = store_ast(strided(&[64, 32, 1], &[32, 1, 0], 0), (sum + bias).cast(DType::F16));
+    let opts = vec![Opt::new(OptOps::Tc, 0, 0), Opt::new(OptOps::Upcast, 1, 2)];
+    let (_, program) =
+        compile(&ast, &tensor_core_target(), &OptMode::Given(opts), "kernel").expect("TC applies");
+    let source = wgrad_renderer_wgsl::render(&program, &COOP).expect("renders").source;
+    wgrad_renderer_wgsl::validate(&source, &COOP).unwrap_or_else(|e| panic!("{e}\n{source}"));
+    let (_, epilogue) = source.split_once("coopStoreT(").expect("a tile store");
+    let (first_round, _) = epilogue.split_once("coopStoreT(").expect("two tiles");
+    assert_eq!(first_round.matches("data3[").count(), 2, "both rounds' bias loads first:\n{source}");
+    insta::assert_snapshot!(source);
+}
+
+#[test]
 fn f16_results_convert_natively_where_the_device_rounds_to_nearest_even() {
     let ast = store_ast(st(&[64]), (load(1, st(&[64])) * 0.5f32).cast(DType::F16));
     let software = wgsl(&ast, OptMode::NoOpt, &FULL);
