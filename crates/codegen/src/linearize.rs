@@ -470,9 +470,12 @@ impl Graph {
 /// first in its loop body (right after the barrier) so that its latency hides behind the
 /// step's work on the block already staged, instead of stalling the store that follows it.
 fn is_prefetch(u: &UOp) -> bool {
-    u.op() == Ops::Load
-        && u.src().iter().skip(1).any(|s| s.op() == Ops::Barrier)
-        && u.src()[0].src().first().is_some_and(|b| b.op() == Ops::DefineGlobal)
+    is_global_load(u) && u.src().iter().skip(1).any(|s| s.op() == Ops::Barrier)
+}
+
+/// Whether `u` is a `Load` from a buffer argument.
+pub(crate) fn is_global_load(u: &UOp) -> bool {
+    u.op() == Ops::Load && u.src()[0].src().first().is_some_and(|b| b.op() == Ops::DefineGlobal)
 }
 
 /// Definitions go first in the kernel body.

@@ -20,6 +20,7 @@ use wgrad_dtype::{AddrSpace, DType};
 use wgrad_ops::{Arg, Coop, CoopRole, Ops, UOp, UOpMap};
 use wgrad_shape::{IndexAlgebra, Sint};
 
+use crate::linearize::is_global_load;
 use crate::lowerer::{LowerError, Lowerer, unexpected, with};
 use crate::tensor_core::{STAGE_VECTOR, Stage, int_stride, tc_factors, tile_layout};
 use crate::{Kernel, TensorCoreShape};
@@ -152,11 +153,10 @@ pub(crate) fn lower_tc(
 /// latency stalls the subgroup between two barriers.
 fn epilogue_loads_after(sink: &UOp, barrier: &UOp) -> UOp {
     let before: UOpMap<()> = barrier.toposort().into_iter().map(|u| (u, ())).collect();
-    let global = |u: &UOp| u.src()[0].src().first().is_some_and(|b| b.op() == Ops::DefineGlobal);
     let gated: UOpMap<UOp> = sink
         .toposort()
         .into_iter()
-        .filter(|u| u.op() == Ops::Load && u.src().len() == 1 && global(u) && !before.contains_key(u))
+        .filter(|u| is_global_load(u) && u.src().len() == 1 && !before.contains_key(u))
         .map(|u| {
             let load = UOp::load(u.dtype(), [u.src()[0].clone(), barrier.clone()]);
             (u, load)
