@@ -42,17 +42,18 @@ fn normalized(norm: &LayerNorm, x: &Tensor, dtype: DType) -> TensorResult<Tensor
     Ok(norm.forward(&x.float())?.cast(dtype))
 }
 
-/// Fewest rows of `x` for which a float32 [`Dense`] multiplies by its `(in, out)` copy: where
-/// the product is large enough for the register tile (MiniLM's batch, 16384 rows). A skinny
-/// product (one 16-token sentence) reads a weight `(in, out)` through a column reduce that ran
-/// 1.3-4.4x slower than the row reduce of `weight.T` on an H200.
-const MIN_TILED_ROWS: usize = 4096;
+/// Fewest rows of `x` for which a float32 [`Dense`] multiplies by its `(in, out)` copy. MiniLM's
+/// four projections on an H100 (docs/PERFORMANCE.md): at 16 rows (one short sentence) the
+/// copy's column reduce took 117 us against 60 for the row reduce of `weight.T`; at 64 rows 75
+/// against 187 (`weight.T`'s grouped rows read the weight once per row); from 4096 rows the
+/// register tile reads the copy 7-9% faster.
+const MIN_COPY_ROWS: usize = 64;
 
 /// A linear layer, `x @ weight.T + bias`, with the checkpoint's weight `(out, in)`. In float32
-/// the layer also keeps `weight.T` as a contiguous `(in, out)` copy for large inputs: the
-/// register tile reads a factor contiguous along its output axis in whole lines and one
-/// contiguous along the reduce in 32 bytes a row, and MiniLM's four projections ran 7-9% faster
-/// from the copy on an H200 (docs/PERFORMANCE.md). A half weight is only kept as the checkpoint
+/// the layer also keeps `weight.T` as a contiguous `(in, out)` copy for inputs of
+/// [`MIN_COPY_ROWS`] or more: the register tile reads a factor contiguous along its output axis
+/// in whole lines and one contiguous along the reduce in 32 bytes a row, and MiniLM's four
+/// projections ran 7-9% faster from the copy on an H200 (docs/PERFORMANCE.md). A half weight is only kept as the checkpoint
 /// has it, which the tensor-core tile reads faster.
 struct Dense {
     /// `(out, in)`.
@@ -92,7 +93,7 @@ impl Dense {
     fn weight_t(&self, x: &Tensor) -> TensorResult<Tensor> {
         let rows: usize = x.shape().iter().rev().skip(1).product();
         match &self.columns {
-            Some(columns) if rows >= MIN_TILED_ROWS => Ok(columns.clone()),
+            Some(columns) if rows >= MIN_COPY_ROWS => Ok(columns.clone()),
             _ => self.weight.t(),
         }
     }
@@ -308,10 +309,10 @@ mod tests {
         let (weight, bias) = (Tensor::randn(&[6, 8], 1).unwrap(), Tensor::randn(&[6], 2).unwrap());
         let dense = Dense::new(weight.clone(), bias.clone()).unwrap();
         let columns = dense.columns.clone().expect("a float32 layer keeps the copy");
-        for rows in [16, MIN_TILED_ROWS] {
+        for rows in [16, MIN_COPY_ROWS] {
             let x = Tensor::randn(&[rows, 8], 3).unwrap();
             let uses_copy = dense.weight_t(&x).unwrap().uop() == columns.uop();
-            assert_eq!(uses_copy, rows >= MIN_TILED_ROWS, "{rows} rows");
+            assert_eq!(uses_copy, rows >= MIN_COPY_ROWS, "{rows} rows");
             let (got, want) =
                 (dense.forward(&x).unwrap().to_vec::<f32>().unwrap(), reference(&x, &weight, &bias));
             let worst = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
