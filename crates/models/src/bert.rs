@@ -43,11 +43,11 @@ fn normalized(norm: &LayerNorm, x: &Tensor, dtype: DType) -> TensorResult<Tensor
 }
 
 /// Fewest rows of `x` for which a float32 [`Dense`] multiplies by its `(in, out)` copy. MiniLM's
-/// four projections on an H100 (docs/PERFORMANCE.md): at 16 rows (one short sentence) the
-/// copy's column reduce took 117 us against 60 for the row reduce of `weight.T`; at 64 rows 75
-/// against 187 (`weight.T`'s grouped rows read the weight once per row); from 4096 rows the
-/// register tile reads the copy 7-9% faster.
-const MIN_COPY_ROWS: usize = 64;
+/// four projections on an H100 (docs/PERFORMANCE.md), the copy's column reduce against the
+/// grouped rows of `weight.T`, which read the weight once per row: 117 against 60 us at 16 rows
+/// (one short sentence), 88 against 85 at 24, 83 against 106 at 32, 75 against 187 at 64; from
+/// 4096 rows the register tile reads the copy 7-9% faster.
+const MIN_COPY_ROWS: usize = 32;
 
 /// A linear layer, `x @ weight.T + bias`, with the checkpoint's weight `(out, in)`. In float32
 /// the layer also keeps `weight.T` as a contiguous `(in, out)` copy for inputs of
