@@ -343,12 +343,11 @@ impl Kernel {
         let fu = self.first_upcast();
         let (full, out) = (&self.full_shape()[fu..], &self.output_shape()[fu..]);
         let upcast: i64 = full.iter().zip(out).filter(|(a, b)| a == b).map(|(a, _)| a.vmax()).product();
+        // an unroll's lanes are summed in registers before the partials: no more slots
+        let grows = if opt.op == OptOps::Unroll { 1 } else { amt as i64 };
         // one buffer of partials per reduce
-        let needed = amt as i64
-            * r.dtype().itemsize() as i64
-            * upcast
-            * self.local_size()
-            * self.reduceops.len() as i64;
+        let needed =
+            grows * r.dtype().itemsize() as i64 * upcast * self.local_size() * self.reduceops.len() as i64;
         match needed <= self.target.shared_max as i64 {
             true => Ok(()),
             false => Err(OptError::SharedMemory { needed, max: self.target.shared_max }),

@@ -62,13 +62,19 @@ fn row_sum_reads_runs_of_8_in_a_group_just_wide_enough() {
 #[test]
 fn column_sum_spreads_neighbouring_columns_over_threads_and_groups_rows() {
     let k = optimized(&sum_ast(&[4096, 8192], &[0]), big_gpu());
-    // each thread reads 4 neighbouring columns as one 16-byte load a row
-    assert_eq!(k.applied_opts(), opts(&[(Upcast, 0, 4), (Local, 0, 16), (Group, 0, 32)]));
-    assert_eq!(k.describe(), "(128 | 16 | 32 | 128 | 4) global/local/group/reduce/upcast");
+    // each thread reads 4 neighbouring columns as one 16-byte load a row, 16 rows a step; a
+    // group of 32 leaves room for 8 columns in a workgroup of 256
+    assert_eq!(k.applied_opts(), opts(&[(Upcast, 0, 4), (Local, 0, 8), (Group, 0, 32), (Unroll, 1, 16)]));
+    assert_eq!(k.describe(), "(256 | 8 | 32 | 8 | 4 | 16) global/local/group/reduce/upcast/unroll");
     // without 4-wide vectors, one column a thread
     let scalar = optimized(&sum_ast(&[4096, 8192], &[0]), Target { vector_widths: vec![1], ..big_gpu() });
-    assert_eq!(scalar.applied_opts(), opts(&[(Local, 0, 16), (Group, 0, 32)]));
-    assert_eq!(scalar.describe(), "(512 | 16 | 32 | 128) global/local/group/reduce");
+    assert_eq!(scalar.applied_opts(), opts(&[(Local, 0, 8), (Group, 0, 32), (Unroll, 1, 16)]));
+    // fewer columns take the widest group and 4 columns a workgroup, never 1024 threads; a
+    // thread's rows are unrolled whole when few
+    let few = optimized(&sum_ast(&[512, 1024], &[0]), big_gpu());
+    assert_eq!(few.applied_opts(), opts(&[(Upcast, 0, 4), (Local, 0, 4), (Group, 0, 64), (Unroll, 1, 0)]));
+    let long = optimized(&sum_ast(&[16384, 384], &[0]), big_gpu());
+    assert_eq!(long.applied_opts(), opts(&[(Upcast, 0, 4), (Local, 0, 4), (Group, 0, 64), (Unroll, 1, 16)]));
 }
 
 #[test]

@@ -159,8 +159,8 @@ fn the_heuristics_plans_move_16_bytes() {
     let heuristic = |ast: &UOp| compile(ast, &big_gpu(), &OptMode::Heuristic, "k").unwrap().1;
     // row sum: two 16-byte loads a step, one scalar per row out
     assert_eq!(widths(&heuristic(&sum_ast(&[4096, 8192], &[1]))), (vec![4, 4], vec![1]));
-    // column sum: one 16-byte load a row and one 16-byte store of the four sums
-    assert_eq!(widths(&heuristic(&sum_ast(&[4096, 8192], &[0]))), (vec![4], vec![4]));
+    // column sum: one 16-byte load a row (16 rows a step) and one 16-byte store of the four sums
+    assert_eq!(widths(&heuristic(&sum_ast(&[4096, 8192], &[0]))), (vec![4; 16], vec![4]));
     // softmax: max and exp-sum read rows as vectors (the max broadcast along the row is one
     // scalar), the normalize reads and writes rows as vectors
     let (rows, cols) = (4096, 8192);
