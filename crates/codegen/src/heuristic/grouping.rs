@@ -14,7 +14,9 @@
 //! - A *column* reduce (no such reduce axis, but an output axis read contiguously) gives each
 //!   thread 4 neighbouring outputs (UPCAST, one 16-byte load a row) when the target has 4-wide
 //!   vectors, puts 16 such threads side by side (LOCAL) and groups the largest reduce axis over
-//!   twice the threads a row reduce would take. A column reduce shorter than [`MIN_REDUCE`] is
+//!   twice the threads a row reduce would take; a group wider than 16 takes fewer columns, so
+//!   the workgroup stays within [`COLUMN_THREADS`], and a thread's rows are unrolled
+//!   ([`unroll_rows`]). A column reduce shorter than [`MIN_REDUCE`] is
 //!   grouped too when its outputs fill at most half the target and it is no product of two
 //!   loads: MiniLM's mean pooling (49152 outputs, 128 tokens each, with the last layer norm)
 //!   took 90 us in f32 with tinygrad's upcasts (4096 threads of 12 outputs) and 21 us grouped
