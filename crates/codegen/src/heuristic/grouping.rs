@@ -171,14 +171,18 @@ pub(super) fn group_reduce(k: &mut Kernel) -> bool {
     grouped
 }
 
+/// The sizes of the reduce axes a thread of a grouped reduce still loops over, when known.
+fn looped(k: &Kernel) -> Option<Vec<usize>> {
+    let (from, fu) = (k.first_reduce() + k.group_for_reduces(), k.first_upcast());
+    k.full_shape()[from..fu].iter().map(int).collect()
+}
+
 /// Unrolls every reduce axis a thread of a grouped reduce still loops over (innermost first)
 /// when, with what is unrolled already, they take at most [`MAX_REST`] steps: all of the
 /// thread's loads are then in flight at once, and nested reduces share them.
 fn unroll_rest(k: &mut Kernel) {
     let (from, fu) = (k.first_reduce() + k.group_for_reduces(), k.first_upcast());
-    let Some(rest) = k.full_shape()[from..fu].iter().map(int).collect::<Option<Vec<usize>>>() else {
-        return;
-    };
+    let Some(rest) = looped(k) else { return };
     let unrolled: usize = (fu..k.shape_len())
         .filter(|&a| k.output_shape()[a] != k.full_shape()[a])
         .filter_map(|a| int(&k.full_shape()[a]))
@@ -302,9 +306,10 @@ fn fill_workgroup(k: &mut Kernel) {
 
 /// Gives each thread a vector of neighbouring outputs along the contiguous output `axis` (of
 /// `size`; `outputs` in all) where the target has 4-wide vectors, puts neighbouring outputs on
-/// neighbouring threads and groups the largest reduce axis by the group that would bring one
-/// thread per output to twice the target's parallelism (a wider group to make up for the
-/// vectors would make every thread read more partials back than rows of its own); failing
+/// neighbouring threads (fewer of them where the group is wide, [`COLUMN_THREADS`]), groups the
+/// largest reduce axis by the group that would bring one thread per output to twice the
+/// target's parallelism (a wider group to make up for the vectors would make every thread read
+/// more partials back than rows of its own) and unrolls the rows ([`unroll_rows`]); failing
 /// that, groups the largest reduce axis by one of `rows` alone.
 fn group_column(k: &mut Kernel, axis: usize, size: usize, outputs: usize, rows: &[usize]) -> bool {
     let vector = if k.target().vector_widths.contains(&VECTOR) { VECTOR } else { 1 };
@@ -337,16 +342,13 @@ fn group_column(k: &mut Kernel, axis: usize, size: usize, outputs: usize, rows: 
 /// [`COLUMN_UNROLL`] * 2, else [`COLUMN_UNROLL`] (or the widest divisor below it) a step. Each
 /// row is a vector load of the thread's columns, so a wider unroll holds 4 registers a row.
 fn unroll_rows(k: &mut Kernel) {
-    let (from, fu) = (k.first_reduce() + k.group_for_reduces(), k.first_upcast());
-    let Some(rest) = k.full_shape()[from..fu].iter().map(int).collect::<Option<Vec<usize>>>() else {
-        return;
-    };
+    let Some(rest) = looped(k) else { return };
     if rest.iter().product::<usize>() <= 2 * COLUMN_UNROLL {
         unroll_rest(k);
         return;
     }
     let Some(&size) = rest.last() else { return };
-    let axis = fu - 1 - k.first_reduce();
+    let axis = k.first_upcast() - 1 - k.first_reduce();
     let mut amount = COLUMN_UNROLL;
     while amount > 1 && !(size.is_multiple_of(amount) && try_opt(k, OptOps::Unroll, axis, amount)) {
         amount /= 2;
