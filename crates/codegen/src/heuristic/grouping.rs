@@ -165,8 +165,7 @@ pub(super) fn group_reduce(k: &mut Kernel) -> bool {
         _ => false,
     };
     if grouped {
-        unroll_rest(k);
-        fill_workgroup(k);
+        finish_group(k);
     }
     grouped
 }
@@ -175,6 +174,13 @@ pub(super) fn group_reduce(k: &mut Kernel) -> bool {
 fn looped(k: &Kernel) -> Option<Vec<usize>> {
     let (from, fu) = (k.first_reduce() + k.group_for_reduces(), k.first_upcast());
     k.full_shape()[from..fu].iter().map(int).collect()
+}
+
+/// What every grouped plan but the column one ends with: the rest unrolled, small groups
+/// sharing their workgroup.
+fn finish_group(k: &mut Kernel) {
+    unroll_rest(k);
+    fill_workgroup(k);
 }
 
 /// Unrolls every reduce axis a thread of a grouped reduce still loops over (innermost first)
@@ -332,8 +338,7 @@ fn group_column(k: &mut Kernel, axis: usize, size: usize, outputs: usize, rows: 
     }
     let grouped = group_largest(k, rows);
     if grouped {
-        unroll_rest(k);
-        fill_workgroup(k);
+        finish_group(k);
     }
     grouped
 }
