@@ -209,3 +209,78 @@ fn nested_reduces_match_the_ast_evaluator_under_every_grouping() {
         }
     }
 }
+
+/// A softmax kernel over rows of `cols`, stored whole: `exp2(x - lse)` with `lse =
+/// log2(sum(exp2(x - max(x)))) + max(x)`, its reduces read back over their own rows (as the
+/// scheduler fuses a softmax on a device with workgroup memory): they span an output axis.
+fn softmax_case(rows: usize, cols: usize) -> Case {
+    let full =
+        ShapeTracker::from_shape(&[Sint::from(rows as i64), Sint::from(cols as i64)]).expect("a shape");
+    let x = UOp::load(DType::F32, [UOp::define_global(DType::F32, 1), UOp::view(full.clone())]);
+    let max = x.reduce_axis(Ops::Max, &[1]);
+    let sum = (&x - &max).exp2().reduce_axis(Ops::Add, &[1]);
+    let value = (&x - &(&sum.log2() + &max)).exp2();
+    let store = UOp::store([UOp::define_global(DType::F32, 0), UOp::view(full), value]);
+    Case {
+        ast: UOp::sink([store]),
+        buffers: vec![(DType::F32, rows * cols), (DType::F32, rows * cols)],
+        outputs: 1,
+    }
+}
+
+#[test]
+fn rows_reduced_in_place_match_the_ast_evaluator_under_any_split() {
+    let generic = Target::generic_gpu();
+    let subgroups = Target { subgroup_ops: true, ..generic.clone() };
+    for (rows, cols) in [(4, 64), (3, 10), (2, 48)] {
+        let case = softmax_case(rows, cols);
+        let mut r = Rng(5);
+        let inputs = case.inputs(&mut r);
+        for target in tuned_targets(&generic).iter().chain([&Target::no_locals(), &Target::tiny()]) {
+            for mode in [OptMode::NoOpt, OptMode::Heuristic] {
+                check_on(
+                    target,
+                    &case,
+                    &mode,
+                    &inputs,
+                    &format!("{rows}x{cols} on {} ({mode:?})", target.name),
+                );
+            }
+        }
+        // the row's axis upcast, local, both, or partly global (each thread walks that part)
+        let given = [
+            vec![Opt::new(OptOps::Upcast, 1, 2)],
+            vec![Opt::new(OptOps::Local, 1, 2)],
+            vec![Opt::new(OptOps::Upcast, 1, 2), Opt::new(OptOps::Local, 1, 1 + usize::from(cols % 4 == 0))],
+            vec![
+                Opt::new(OptOps::Local, 0, rows),
+                Opt::new(OptOps::Local, 1, 2),
+                Opt::new(OptOps::Upcast, 1, 0),
+            ],
+        ];
+        for opts in given {
+            let label = format!("{rows}x{cols} with {opts:?}");
+            let mode = OptMode::Given(opts);
+            if compile(&case.ast, &generic, &mode, "k").is_ok() {
+                check_on(&generic, &case, &mode, &inputs, &label);
+                check_on(&subgroups, &case, &mode, &inputs, &format!("{label} subgroups"));
+            }
+        }
+        for _ in 0..4 {
+            let opts = case.random_opts(&mut r, &generic);
+            check_on(&generic, &case, &opts, &inputs, &format!("{rows}x{cols} with {opts:?}"));
+        }
+        // the plan: each row's threads hold it whole, its reduces meet in workgroup memory once
+        // (no loop over the row's elements)
+        let (k, program) = compile(&case.ast, &generic, &OptMode::Heuristic, "k").expect("the plan compiles");
+        let buffers = program.uops.iter().filter(|u| u.op() == Ops::DefineLocal).count();
+        let loops = program.uops.iter().filter(|u| u.op() == Ops::Range).count();
+        let threads = k.local_size();
+        assert!(threads > 1 || cols <= 32, "{rows}x{cols}: {}", k.describe_opts());
+        assert_eq!(
+            (buffers, loops),
+            if threads > 1 && k.full_shape().len() > 1 { (2, 2) } else { (0, 0) },
+            "{rows}x{cols}\n{program}"
+        );
+    }
+}

@@ -1,6 +1,7 @@
 //! Hand-coded optimisations: the opts a kernel gets without a search. First the shapes that
 //! want a plan of their own: a half-precision matmul on a target with tensor cores (TC and
-//! tiles per subgroup, `tensor_core`), a matrix-vector product (tinygrad's matvec opts), a convolution
+//! tiles per subgroup, `tensor_core`), rows an elementwise kernel reduces itself (`rows`), a
+//! matrix-vector product (tinygrad's matvec opts), a convolution
 //! (a register tile over filters and window positions, `conv`), a matmul-shaped kernel (a
 //! register tile, `tile`), a long reduce with few outputs (a grouped reduce,
 //! `grouping`); every other kernel gets tinygrad v0.10's remaining rules in order (masked and
@@ -17,6 +18,7 @@ mod collapse;
 mod conv;
 mod grouping;
 mod operands;
+mod rows;
 mod tensor_core;
 mod tile;
 
@@ -49,6 +51,9 @@ fn last_stride(st: &ShapeTracker, axis: usize) -> i64 {
 
 /// Optimises `k` without a search (see the module doc for the order of the rules).
 pub fn hand_coded_optimizations(k: &mut Kernel) {
+    if rows::row_reduce(k) {
+        return;
+    }
     if collapse::reduce_collapses(k) {
         // a one-hot reduce that lowers to indexed loads: only its output axes get opts
         upcast_masked(k);

@@ -48,17 +48,28 @@ fn reduced_shape(shape: &[Sint], axes: &[usize]) -> Vec<Sint> {
     shape.iter().enumerate().map(|(i, s)| if axes.contains(&i) { Sint::int(1) } else { s.clone() }).collect()
 }
 
-/// The shape of a kernel-AST value: its view's, or its first shaped source's (reduced by a
-/// `ReduceAxis`); `None` for a plain constant.
+/// The shape of a kernel-AST value: its view's, or its shaped sources' (a reduce's output, 1
+/// along its axes, broadcast where another source is wider), reduced by a `ReduceAxis`; `None`
+/// for a plain constant.
 fn value_shape(u: &UOp) -> Option<Vec<Sint>> {
-    if let Some(st) = buffer_st(u) {
-        return Some(st.shape().to_vec());
+    let widest = |a: Vec<Sint>, b: Vec<Sint>| {
+        a.into_iter().zip(b).map(|(x, y)| if x == Sint::int(1) { y } else { x }).collect()
+    };
+    let mut shapes: UOpMap<Option<Vec<Sint>>> = UOpMap::default();
+    for n in u.toposort() {
+        let shape = match buffer_st(&n) {
+            Some(st) => Some(st.shape().to_vec()),
+            None => {
+                let below = n.src().iter().filter_map(|s| shapes.get(s).cloned().flatten()).reduce(widest);
+                match n.arg() {
+                    Arg::ReduceAxis(_, axes) => below.map(|b| reduced_shape(&b, axes)),
+                    _ => below,
+                }
+            }
+        };
+        shapes.insert(n, shape);
     }
-    let shape = u.src().iter().find_map(value_shape)?;
-    match u.arg() {
-        Arg::ReduceAxis(_, axes) => Some(reduced_shape(&shape, axes)),
-        _ => Some(shape),
-    }
+    shapes.remove(u).flatten()
 }
 
 fn int_product<'a>(xs: impl IntoIterator<Item = &'a Sint>) -> i64 {
@@ -500,21 +511,24 @@ impl Kernel {
             r.filter(|&i| out.shape()[i] != inp.shape()[i]).collect()
         };
         let (fr, gfr) = (self.first_reduce(), self.group_for_reduces);
-        let axes = reduced(fr + gfr..self.shape_len());
-        let grouped = reduced(fr..fr + gfr);
+        let (gd, ld) = (self.global_dims(), self.local_dims);
+        // a reduce an elementwise kernel reads broadcast back over its own rows spans output
+        // axes: its global ones are looped over in the first stage, its local ones finish
+        // through workgroup memory as grouped axes do
+        let axes = [reduced(0..gd), reduced(fr + gfr..self.shape_len())].concat();
+        let grouped = [reduced(gd..gd + ld), reduced(fr..fr + gfr)].concat();
         let ret = UOp::new(Ops::ReduceAxis, op.dtype(), [src.clone()], Arg::ReduceAxis(*rop, axes.into()));
         if grouped.is_empty() {
             return ret;
         }
         let full = self.full_shape();
-        let (gd, ld) = (self.global_dims(), self.local_dims);
         let mut local_shape = vec![Sint::int(1); gd];
         local_shape.extend_from_slice(&full[gd..gd + ld]);
         local_shape.extend(
             (fr..fr + gfr).map(|i| if grouped.contains(&i) { full[i].clone() } else { Sint::int(1) }),
         );
         local_shape.extend(vec![Sint::int(1); self.shape_len() - self.upcasted - gfr - fr]);
-        local_shape.extend(self.output_shape()[self.first_upcast()..].iter().cloned());
+        local_shape.extend(out.shape()[self.first_upcast()..].iter().cloned());
         let size = usize::try_from(int_product(&local_shape)).expect("a workgroup buffer size is positive");
         let dtype = op.dtype();
         let buffer = UOp::new(

@@ -8,13 +8,14 @@
 //!
 //! Invariants of the output: only scalar dtypes; every `Range` has a unique axis id (kernel axes
 //! `0..n`, the second stage of a grouped reduce `1000 + axis`, a nested reduce's own loops those
-//! plus `10000 * k` for its `k`th set); group-reduce partials go through
+//! plus `10000 * k` for its `k`th set, a reduce's loop over an output axis it spans `2000 +
+//! axis + 10000 * k` for the `k`th such loop); group-reduce partials go through
 //! `DefineLocal` with a `Barrier` naming every lane's store. Where
 //! [`Kernel::subgroup_partials`] holds, each subgroup first combines its partials
 //! (`SubgroupReduce`), its lane 0 stores the result at its `subgroup_id`, and the loop reading
 //! them back runs to `num_subgroups` (all three `Special`s).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
@@ -119,9 +120,15 @@ pub fn lower(k: &Kernel) -> Result<UOp, LowerError> {
         upcast_sizes,
         memo: HashMap::new(),
         overrides: HashMap::new(),
-        nested: Rc::new(Nested { reduces: nested_reduces(&ast), loop_sets: Cell::new(0) }),
+        nested: Rc::new(Nested {
+            reduces: nested_reduces(&ast),
+            loop_sets: Cell::new(0),
+            spans: RefCell::new(HashMap::new()),
+        }),
         own: None,
         first_reduce: k.first_reduce(),
+        global_dims: k.global_dims(),
+        sizes: full.to_vec(),
         unrolled: (fu..full.len()).map(|a| full[a] != k.output_shape()[a]).collect(),
         staged: HashMap::new(),
     };
@@ -340,6 +347,8 @@ fn fit_dims(sizes: &[i64], max: &[usize]) -> Option<Vec<(Vec<usize>, Option<i64>
 pub(crate) struct Nested {
     reduces: HashSet<UOp>,
     loop_sets: Cell<i64>,
+    /// The loops of reduces over output axes, by reduce and axis ([`Lowerer::span`]).
+    spans: RefCell<HashMap<(UOp, usize), UOp>>,
 }
 
 /// The subgroup builtins of a kernel whose grouped-reduce partials go through subgroups.
@@ -374,6 +383,10 @@ pub(crate) struct Lowerer {
     own: Option<UOp>,
     /// The first reduce axis (axes before it are outputs).
     first_reduce: usize,
+    /// The number of global axes (local ones follow, up to `first_reduce`).
+    global_dims: usize,
+    /// The size of every axis.
+    sizes: Vec<Sint>,
     /// Per upcast axis, whether it is an unrolled reduce axis.
     unrolled: Vec<bool>,
     /// The factor loads a register tile reads from workgroup memory (`tile_stage.rs`).
@@ -418,6 +431,8 @@ impl Lowerer {
             nested: self.nested.clone(),
             own: None,
             first_reduce: fu,
+            global_dims: self.global_dims.min(fu),
+            sizes: self.sizes.clone(),
             unrolled: vec![],
             staged: HashMap::new(),
         }
@@ -448,9 +463,52 @@ impl Lowerer {
             nested: self.nested.clone(),
             own: Some(r.clone()),
             first_reduce: self.first_reduce,
+            global_dims: self.global_dims,
+            sizes: self.sizes.clone(),
             unrolled: self.unrolled.clone(),
             staged: self.staged.clone(),
         }
+    }
+
+    /// A lowerer for the source of a reduce over output axes (one an elementwise kernel
+    /// reads broadcast back over its rows); [`Lowerer::span`] gives it a loop per axis.
+    fn for_spans(&self) -> Lowerer {
+        Lowerer {
+            idxs: self.idxs.clone(),
+            ridxs: self.ridxs.clone(),
+            subgroups: self.subgroups.clone(),
+            fu: self.fu,
+            upcast_sizes: self.upcast_sizes.clone(),
+            memo: HashMap::new(),
+            overrides: self.overrides.clone(),
+            nested: self.nested.clone(),
+            own: self.own.clone(),
+            first_reduce: self.first_reduce,
+            global_dims: self.global_dims,
+            sizes: self.sizes.clone(),
+            unrolled: self.unrolled.clone(),
+            staged: self.staged.clone(),
+        }
+    }
+
+    /// The loop of the reduce `r` over the output axis `a`, one per reduce and axis: a
+    /// `Range` over the whole axis where `a` is a global axis (each thread walks its whole
+    /// extent, in place of its launch index), over the workgroup's extent where it is a local
+    /// one (the reduce's second stage reading every thread's partial back; the partials stay
+    /// stored at each thread's own index).
+    fn span(&mut self, r: &UOp, a: usize) -> UOp {
+        let mut spans = self.nested.spans.borrow_mut();
+        let count = spans.len();
+        let range = spans
+            .entry((r.clone(), a))
+            .or_insert_with(|| range(&self.sizes[a], 10_000 * (count + 1) + 2000 + a))
+            .clone();
+        drop(spans);
+        if a < self.global_dims {
+            self.idxs[a] = range.clone();
+        }
+        self.ridxs[a] = range.clone();
+        range
     }
 
     pub(crate) fn lower(&mut self, u: &UOp, lane: &[i64]) -> Result<UOp, LowerError> {
@@ -561,8 +619,10 @@ impl Lowerer {
         let Arg::ReduceAxis(op, axes) = u.arg() else { return Err(unexpected(u)) };
         // every reduce of a kernel is constant along the kernel's unrolled reduce axes: lowered
         // once, at lane 0 of them
-        let canonical: Vec<i64> =
-            lane.iter().zip(&self.unrolled).map(|(&l, &u)| if u { 0 } else { l }).collect();
+        // and along the upcast axes it reduces (output axes, where it spans them)
+        let canonical: Vec<i64> = (0..lane.len())
+            .map(|i| if self.unrolled[i] || axes.contains(&(self.fu + i)) { 0 } else { lane[i] })
+            .collect();
         if canonical != lane {
             return self.lower(u, &canonical);
         }
@@ -571,15 +631,19 @@ impl Lowerer {
         }
         let mut lanes = vec![lane.to_vec()];
         let mut ranges = vec![];
+        let mut spans: Option<Lowerer> = None;
         for &a in axes.iter() {
             if a >= self.fu {
                 let (i, n) = (a - self.fu, self.upcast_sizes[a - self.fu]);
                 lanes = lanes.into_iter().flat_map(|l| (0..n).map(move |v| with(&l, i, v))).collect();
+            } else if a < self.first_reduce {
+                ranges.push(spans.get_or_insert_with(|| self.for_spans()).span(u, a));
             } else {
                 ranges.push(self.ridxs[a].clone());
             }
         }
-        let values = lanes.iter().map(|l| self.lower(&u.src()[0], l)).collect::<Result<Vec<_>, _>>()?;
+        let source = spans.as_mut().unwrap_or(self);
+        let values = lanes.iter().map(|l| source.lower(&u.src()[0], l)).collect::<Result<Vec<_>, _>>()?;
         // a sum of products over loops keeps its lanes apart: each is added to the accumulator
         // in turn, so each product contracts into a fused multiply-add
         if !ranges.is_empty() && *op == Ops::Add && values.iter().all(|v| v.op() == Ops::Mul) {
