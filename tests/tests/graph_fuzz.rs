@@ -87,6 +87,23 @@ fn fuzz_gradient_through_a_load_masked_off_everywhere() {
     assert_agree(&program);
 }
 
+/// Seed 2007 (lavapipe): the gradient of `where(min(x), min(x), x)` reads three reduces of
+/// x's rows back over them, fused into one kernel; one of them sums a value constant along the
+/// row (the where's mask), so only the constants under it carried the row's length, and they
+/// had been built without their views where the kernel also read them outside it: the sum
+/// was 1 instead of 4.
+#[test]
+fn fuzz_row_reduce_of_a_value_constant_along_the_row() {
+    let program = Program {
+        steps: vec![
+            Op::Input { shape: vec![3, 4], dtype: DType::F32, seed: 273933656976588, grad: true }, // v0
+            Op::Reduce(Reduce::Min, 0, vec![1], true),                                             // v1
+            Op::Where(1, 1, 0),                                                                    // v2
+        ],
+    };
+    assert_agree(&program);
+}
+
 /// Seed 1321 (H200): `log(|cumsum(x / (|x| + 1))| + 1)` whose cumsum cancels to exactly 0 on
 /// the interpreter (`a + -a`) and to about 1e-8 where the device rounds the division or fuses a
 /// multiply-add. abs's gradient jumps from 0 to ±1 there. Every device that rounds a few ulp

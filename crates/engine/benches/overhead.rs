@@ -68,10 +68,10 @@ fn schedule_1000_ops(device: &DeviceName) -> (Duration, usize, usize) {
         y = &(&relu * &full(0.5, &[n, d])) + &y;
         ops += 16;
     }
-    let max_buffers = open_device(device).unwrap().max_buffers();
-    let schedule = schedule_with(std::slice::from_ref(&y), max_buffers).unwrap();
+    let limits = open_device(device).unwrap().kernel_limits();
+    let schedule = schedule_with(std::slice::from_ref(&y), limits).unwrap();
     let time = median(21, || {
-        black_box(schedule_with(std::slice::from_ref(&y), max_buffers).unwrap());
+        black_box(schedule_with(std::slice::from_ref(&y), limits).unwrap());
     });
     (time, ops, schedule.kernel_count())
 }

@@ -15,7 +15,7 @@ use crate::counters::count_kernel;
 use crate::device::open_device;
 use crate::lazy::{device_of, reshape};
 use crate::memory::MemoryPlan;
-use crate::schedule::{ItemKind, Schedule, ScheduleItem, schedule_with};
+use crate::schedule::{ItemKind, KernelLimits, Schedule, ScheduleItem, schedule_with};
 use crate::{Backend, DeviceBuffer, DeviceName, EngineError, Launch, buffers, flags, jit, memory, realized};
 
 /// A schedule waiting to run.
@@ -25,11 +25,13 @@ pub struct Realization {
 
 /// The schedule of `targets` (lazy UOps) on their devices, not run yet.
 pub fn prepare(targets: &[UOp]) -> Result<Realization, EngineError> {
-    let mut max_buffers = usize::MAX;
+    let mut limits = KernelLimits::new(usize::MAX, true);
     for t in targets {
-        max_buffers = max_buffers.min(open_device(&device_of(t)?)?.max_buffers());
+        let device = open_device(&device_of(t)?)?.kernel_limits();
+        limits.max_buffers = limits.max_buffers.min(device.max_buffers);
+        limits.row_reduce = limits.row_reduce.min(device.row_reduce);
     }
-    let schedule = schedule_with(targets, max_buffers)?;
+    let schedule = schedule_with(targets, limits)?;
     if flags::debug() >= 1 && schedule.kernel_count() > 0 {
         eprintln!("scheduled {} kernels", schedule.kernel_count());
     }

@@ -7,7 +7,7 @@ mod common;
 use common::{tensor, values};
 use wgrad_engine::beam::{BeamCache, cache_key, set_cache_path, shared_cache};
 use wgrad_engine::device::open_device;
-use wgrad_engine::{DeviceName, ItemKind, flags, lazy, realize, schedule_with};
+use wgrad_engine::{DeviceName, ItemKind, KernelLimits, flags, lazy, realize, schedule_with};
 use wgrad_ops::{Ops, UOp};
 
 /// `x @ w` of `(n, d) @ (d, d)` as a broadcast multiply and a sum.
@@ -19,7 +19,7 @@ fn matmul(x: &UOp, w: &UOp, n: usize, d: usize) -> UOp {
 
 /// The kernel ASTs of `y`'s schedule.
 fn kernels(y: &UOp) -> Vec<UOp> {
-    let schedule = schedule_with(std::slice::from_ref(y), 32).unwrap();
+    let schedule = schedule_with(std::slice::from_ref(y), KernelLimits::new(32, true)).unwrap();
     schedule
         .items
         .iter()

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{centered, tensor, values};
-use wgrad_engine::{EngineError, lazy, prepare, realize, schedule_with};
+use wgrad_engine::{EngineError, KernelLimits, lazy, prepare, realize, schedule_with};
 use wgrad_ops::Ops;
 
 #[test]
@@ -77,6 +77,6 @@ fn a_result_computed_before_an_assign_is_not_reused_after_it() {
 fn assigning_to_a_view_is_refused() {
     let w = tensor(&[1., 2., 3., 4.], &[4]);
     let part = lazy::shrink(&w, &[(1, 3)]);
-    let err = schedule_with(&[lazy::assign(&part, &(&part + &part))], 32).err();
+    let err = schedule_with(&[lazy::assign(&part, &(&part + &part))], KernelLimits::new(32, true)).err();
     assert!(matches!(err, Some(EngineError::AssignTarget)), "{err:?}");
 }

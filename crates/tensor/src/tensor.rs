@@ -129,9 +129,11 @@ impl Tensor {
     }
 
     /// The schedule that would realize this tensor, without running it (kernel counts,
-    /// kernel ASTs), for a device binding up to `max_buffers` buffers per kernel.
+    /// kernel ASTs), for its device were it binding up to `max_buffers` buffers per kernel.
     pub fn schedule(&self, max_buffers: usize) -> Result<Schedule> {
-        Ok(wgrad_engine::schedule_with(&[base(&self.uop())], max_buffers)?)
+        let device = wgrad_engine::device::open_device(self.device())?.kernel_limits();
+        let limits = wgrad_engine::KernelLimits { max_buffers, ..device };
+        Ok(wgrad_engine::schedule_with(&[base(&self.uop())], limits)?)
     }
 
     /// The `BUFFER` holding exactly this tensor's elements, row-major, if there is one.

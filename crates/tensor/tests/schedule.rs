@@ -5,7 +5,8 @@ mod common;
 
 use common::devices;
 
-use wgrad_engine::{ItemKind, Schedule};
+use wgrad_engine::device::open_device;
+use wgrad_engine::{ItemKind, KernelLimits, ROW_REDUCE, Schedule};
 use wgrad_ops::Ops;
 use wgrad_tensor::{DType, Result, Tensor, with_default_device};
 
@@ -21,7 +22,15 @@ fn tensor(shape: &[usize], seed: usize) -> Tensor {
 /// Asserts that `build` schedules into `kernels` kernels (binding at most 32 buffers each)
 /// and computes `expect` on every device.
 fn check(kernels: usize, build: impl Fn() -> Result<Tensor>, expect: impl Fn() -> Vec<f32>) {
+    check_rows(kernels, kernels, build, expect);
+}
+
+/// [`check`] with `rows` kernels on a device that reduces short rows in place (workgroup
+/// memory: wgpu) and `split` on one that does not (the CPU interpreter).
+fn check_rows(rows: usize, split: usize, build: impl Fn() -> Result<Tensor>, expect: impl Fn() -> Vec<f32>) {
     for device in devices() {
+        let in_place = open_device(&device).unwrap().kernel_limits().row_reduce > 0;
+        let kernels = if in_place { rows } else { split };
         with_default_device(&device, || {
             let t = build().unwrap();
             let schedule = t.schedule(32).unwrap();
@@ -90,16 +99,29 @@ fn host_softmax(v: &[f32], cols: usize) -> Vec<f32> {
 }
 
 #[test]
-fn softmax_over_the_last_axis_is_two_kernels() {
-    // logsumexp (the max a reduce nested in the sum, in its own loop); exp(x - logsumexp):
-    // the logsumexp is expanded back, so it is realized
-    check(2, || tensor(&[4, 8], 0).softmax(-1), || host_softmax(&data(32, 0), 8));
+fn softmax_over_the_last_axis_is_one_kernel_where_rows_reduce_in_place() {
+    // exp(x - logsumexp), the logsumexp's reduces (the max nested in the sum) read back over
+    // their rows: one kernel on wgpu; where rows do not reduce in place the logsumexp is
+    // realized (its reduces in one kernel, the max in its own loop)
+    check_rows(1, 2, || tensor(&[4, 8], 0).softmax(-1), || host_softmax(&data(32, 0), 8));
+    // a row longer than ROW_REDUCE is realized everywhere
+    let cols = 2 * ROW_REDUCE;
+    check(2, || tensor(&[2, cols], 0).softmax(-1), || host_softmax(&data(2 * cols, 0), cols));
+    // after a matmul: the product is realized, its rows reduced by the softmax's kernel
+    let host = || {
+        let (a, w) = (data(32, 0), data(64, 1));
+        let product: Vec<f32> =
+            (0..32).map(|i| (0..8).map(|k| a[(i / 8) * 8 + k] * w[k * 8 + i % 8]).sum()).collect();
+        host_softmax(&product, 8)
+    };
+    check_rows(2, 3, || tensor(&[4, 8], 0).matmul(&tensor(&[8, 8], 1))?.softmax(-1), host);
 }
 
 #[test]
 fn attention_heads_merge_without_a_copy() {
-    // (batch 1, heads 2, 4 tokens, 3 dims): scores, the softmax's two kernels, and the weighted
-    // sum stored in (tokens, heads, dims) order, so merging the heads is a reshape
+    // (batch 1, heads 2, 4 tokens, 3 dims): scores, the softmax (two kernels where rows do not
+    // reduce in place), and the weighted sum stored in (tokens, heads, dims) order, so merging
+    // the heads is a reshape
     let (h, s, d) = (2, 4, 3);
     let host = || {
         let (q, k, v) = (data(h * s * d, 0), data(h * s * d, 1), data(h * s * d, 2));
@@ -123,7 +145,7 @@ fn attention_heads_merge_without_a_copy() {
         let context = q.scaled_dot_product_attention(&k, &v, None, false)?;
         Ok(context.transpose(1, 2)?.reshape(&[1, s as isize, (h * d) as isize])?.contiguous())
     };
-    check(4, build, host);
+    check_rows(3, 4, build, host);
 }
 
 #[test]
@@ -159,8 +181,9 @@ fn a_reduce_read_broadcast_by_another_over_its_axes_fuses_either_way_round() {
 }
 
 #[test]
-fn layernorm_is_two_kernels() {
-    // the mean nests in the variance's kernel, which stores both; the normalize is the other
+fn layernorm_is_one_kernel_where_rows_reduce_in_place() {
+    // the mean nests in the variance; both in the normalize's kernel, or (where rows do not
+    // reduce in place) in a kernel of their own that stores both
     let host = || {
         rows(&data(32, 0), 8)
             .iter()
@@ -171,7 +194,7 @@ fn layernorm_is_two_kernels() {
             })
             .collect()
     };
-    check(2, || tensor(&[4, 8], 0).layernorm(-1, 1e-5), host);
+    check_rows(1, 2, || tensor(&[4, 8], 0).layernorm(-1, 1e-5), host);
 }
 
 #[test]
@@ -191,7 +214,7 @@ fn matmul_bias_relu_is_one_kernel() {
 }
 
 #[test]
-fn expanding_a_reduce_realizes_it() {
+fn expanding_a_reduce_realizes_it_unless_it_is_read_back_over_its_rows() {
     let host = || {
         rows(&data(32, 0), 8)
             .iter()
@@ -201,7 +224,14 @@ fn expanding_a_reduce_realizes_it() {
             })
             .collect()
     };
-    check(2, || tensor(&[4, 8], 0).sub(tensor(&[4, 8], 0).max(&[1], true)?), host);
+    check_rows(1, 2, || tensor(&[4, 8], 0).sub(tensor(&[4, 8], 0).max(&[1], true)?), host);
+    // broadcast over another shape than the one it reduced: realized
+    let host = || {
+        let maxes: Vec<f32> =
+            rows(&data(32, 0), 8).iter().map(|r| r.iter().cloned().fold(f32::MIN, f32::max)).collect();
+        data(64, 1).iter().enumerate().map(|(i, y)| y - maxes[i / 16]).collect()
+    };
+    check(2, || tensor(&[4, 16], 1).sub(tensor(&[4, 8], 0).max(&[1], true)?), host);
 }
 
 #[test]
@@ -369,7 +399,8 @@ fn realized_values_are_read_not_recomputed() {
         with_default_device(&device, || {
             let a = tensor(&[4, 8], 0);
             let m = a.max(&[1], true).unwrap();
-            let centered = a.sub(&m).unwrap();
+            // broadcast over another shape than its rows', so realized on every device
+            let centered = tensor(&[4, 16], 1).sub(&m).unwrap();
             centered.realize().unwrap();
             // m was computed for `centered` and is still held: it is read back, not reduced again
             let twice = m.mul(2.0).unwrap();
@@ -419,10 +450,12 @@ fn copies_are_schedule_items() {
     assert_eq!(moved.to_vec::<f32>().unwrap(), data(32, 0).iter().map(|x| x + 1.0).collect::<Vec<_>>());
 }
 
-/// The schedule realizing `tensors` together (as `Tensor::realize_all` would).
+/// The schedule realizing `tensors` together (as `Tensor::realize_all` would), on the first
+/// one's device.
 fn schedule_of(tensors: &[&Tensor]) -> Schedule {
     let uops: Vec<_> = tensors.iter().map(|t| t.uop()).collect();
-    wgrad_engine::schedule_with(&uops, 32).unwrap()
+    let limits = open_device(tensors[0].device()).unwrap().kernel_limits();
+    wgrad_engine::schedule_with(&uops, KernelLimits { max_buffers: 32, ..limits }).unwrap()
 }
 
 #[test]

@@ -159,6 +159,12 @@ pub trait Backend: Send + Sync {
     fn max_buffers(&self) -> usize {
         8
     }
+    /// What the scheduler may put in one of this device's kernels: [`Backend::max_buffers`],
+    /// and rows reduced in place where the target's workgroups share memory.
+    fn kernel_limits(&self) -> crate::KernelLimits {
+        let target = self.target();
+        crate::KernelLimits::new(self.max_buffers(), target.has_local && target.has_shared)
+    }
     /// What identifies the device and its driver to caches that outlive the process (BEAM's
     /// on-disk cache): for wgpu the adapter, graphics API and driver version. Defaults to
     /// [`Backend::name`].

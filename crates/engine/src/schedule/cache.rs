@@ -19,7 +19,7 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use wgrad_dtype::DType;
 use wgrad_ops::{Arg, FxBuild, Ops, UOp, UOpMap};
 
-use super::Template;
+use super::{KernelLimits, Template};
 use crate::counters::count_schedule_hit;
 
 /// Templates kept before the cache starts over.
@@ -40,12 +40,12 @@ struct Node {
     src: Box<[u32]>,
 }
 
-/// A graph's structure up to its buffers, and the kernel buffer limit it was scheduled for.
+/// A graph's structure up to its buffers, and the kernel limits it was scheduled for.
 #[derive(PartialEq, Eq)]
 pub(crate) struct Key {
     hash: u64,
     nodes: Vec<Node>,
-    max_buffers: usize,
+    limits: KernelLimits,
 }
 
 impl Hash for Key {
@@ -71,9 +71,9 @@ impl Normalized {
     }
 }
 
-/// The key of the graph whose nodes are `topo` (a sink's walk, sources first) for kernels of at
-/// most `max_buffers` buffers.
-pub(crate) fn normalize(topo: Vec<UOp>, max_buffers: usize) -> Normalized {
+/// The key of the graph whose nodes are `topo` (a sink's walk, sources first) for kernels
+/// within `limits`.
+pub(crate) fn normalize(topo: Vec<UOp>, limits: KernelLimits) -> Normalized {
     let mut position: UOpMap<u32> = UOpMap::with_capacity_and_hasher(topo.len(), Default::default());
     let mut buffers = vec![];
     let mut nodes = Vec::with_capacity(topo.len());
@@ -90,8 +90,8 @@ pub(crate) fn normalize(topo: Vec<UOp>, max_buffers: usize) -> Normalized {
         nodes.push(Node { op: u.op(), dtype: u.dtype(), arg, src });
         position.insert(u.clone(), i as u32);
     }
-    let hash = FxBuild::default().hash_one((&nodes, max_buffers));
-    Normalized { key: Key { hash, nodes, max_buffers }, topo, buffers }
+    let hash = FxBuild::default().hash_one((&nodes, limits));
+    Normalized { key: Key { hash, nodes, limits }, topo, buffers }
 }
 
 static CACHE: LazyLock<Mutex<HashMap<Key, Arc<Template>, FxBuild>>> = LazyLock::new(Mutex::default);

@@ -10,8 +10,11 @@
 //! 3. a kernel holds one reduce, reached only through reshapes that keep its elements in
 //!    place, and the reduces over the same axes of the same input shape that it reads
 //!    broadcast back over those axes (a max inside a sum of `exp(x - max)`: each in its own
-//!    loop, the input read twice by one kernel); any other reduce it reaches, or one that
-//!    two kernels reach, is realized;
+//!    loop, the input read twice by one kernel); an elementwise kernel holds the reduces it
+//!    reads broadcast back over their input's shape, its own, where all reduce the same axis
+//!    of at most `row_reduce` elements (a softmax, a layer norm: codegen reduces each row
+//!    across the threads that hold it); any other reduce it reaches, or one that two kernels
+//!    reach, is realized;
 //! 4. an assign whose value reads the target buffer other than element for element
 //!    realizes the value first;
 //! 5. a kernel binds at most the device's number of buffers: an op whose inputs would
@@ -19,11 +22,12 @@
 
 use wgrad_ops::{Arg, GroupOp, OpSet, Ops, UOp, UOpMap, UOpSet};
 
-use super::kernel::{Lowered, buffer_key, lower_kernel};
+use super::KernelLimits;
+use super::kernel::{Lowered, buffer_key, lower_group, lower_kernel};
 use super::views::{contiguous_st, is_identity, sints};
 use crate::shapes::numel;
 use crate::{EngineError, Shapes};
-use wgrad_shape::ShapeTracker;
+use wgrad_shape::{ShapeTracker, Sint};
 
 /// Ops whose value at zero inputs is not zero: a pad must not be pushed through them.
 const UNSAFE_PAD: OpSet = GroupOp::UNSAFE_PAD.union(OpSet::of(&[Ops::Fdiv, Ops::Threefry]));
@@ -63,6 +67,7 @@ struct Grouper<'a> {
     shapes: &'a mut Shapes,
     realizes: UOpSet,
     max_buffers: usize,
+    row_reduce: usize,
 }
 
 impl Grouper<'_> {
@@ -120,12 +125,59 @@ impl Grouper<'_> {
             let st = u.arg().as_view().expect("a VIEW holds a tracker");
             let expands = numel(self.shapes.of(u)) > numel(self.shapes.of(src));
             let masked = st.views().iter().any(|v| v.mask().is_some());
-            let nested = broadcasts_reduce(src, st, self.shapes);
+            let nested = broadcasts_reduce(src, st, self.shapes) || self.broadcasts_row(src, st);
             if (expands && reduces[src] && !nested) || (masked && unsafe_ops[src]) {
                 changed |= self.realize(src);
             }
         }
         changed
+    }
+
+    /// Whether `st` (a view of `src`) broadcasts `src` along one axis of at most `row_reduce`
+    /// elements and no other: how an elementwise kernel reads its rows' reduces (through
+    /// elementwise ops of them, as a softmax's `log(sum) + max`); rule 3 decides whether the
+    /// reduces stay in the kernel.
+    fn broadcasts_row(&mut self, src: &UOp, st: &ShapeTracker) -> bool {
+        let from = sints(self.shapes.of(src));
+        let to = st.shape();
+        if to.len() != from.len() {
+            return false;
+        }
+        let mut grown = (0..from.len()).filter(|&a| to[a] != from[a]);
+        let short = match (grown.next(), grown.next()) {
+            (Some(a), None) => {
+                from[a] == Sint::int(1) && to[a].as_int().is_some_and(|n| n as usize <= self.row_reduce)
+            }
+            _ => false,
+        };
+        short && ShapeTracker::from_shape(&from).and_then(|c| c.expand(to)).is_ok_and(|b| b == *st)
+    }
+
+    /// The reduces kernel `k` reads in place.
+    fn placed(&mut self, k: &Lowered) -> Vec<UOp> {
+        k.reduces.iter().filter(|(r, st)| in_place(r, st, k, self.shapes)).map(|(r, _)| r.clone()).collect()
+    }
+
+    /// Rule 3's rows: whether every reduce the elementwise kernel `k` reaches, but those it
+    /// reads in place (`placed`), is read broadcast back over its own input, the kernel's
+    /// index space, all reduce one axis of that shape, and that axis is at most `row_reduce`
+    /// long.
+    fn row_reduces(&mut self, k: &Lowered, placed: &[UOp]) -> bool {
+        let rows: Vec<&(UOp, ShapeTracker)> = k.reduces.iter().filter(|(r, _)| !placed.contains(r)).collect();
+        let Some((first, _)) = rows.first() else { return false };
+        if self.shapes.of(&first.src()[0]) != k.shape.as_slice() {
+            return false;
+        }
+        let short = match first.arg() {
+            Arg::ReduceAxis(_, axes) if axes.len() == 1 => {
+                self.shapes.of(&first.src()[0]).get(axes[0]).is_some_and(|&n| n <= self.row_reduce)
+            }
+            _ => false,
+        };
+        short
+            && rows
+                .iter()
+                .all(|(r, st)| broadcasts_reduce(r, st, self.shapes) && same_reduction(first, r, self.shapes))
     }
 
     /// Rule 5: bottom up, the buffers each node's fused part reads.
@@ -170,11 +222,17 @@ impl Grouper<'_> {
         let roots: Vec<UOp> =
             self.topo.iter().filter(|u| self.realizes.contains(*u) && u.op() != Ops::Copy).cloned().collect();
         for root in roots {
-            let lowered = lower_kernel(&root, &self.realizes, self.shapes)?;
-            // in place: every element where the kernel stores it (a prefix is not)
-            let in_place = |r: &UOp, st: &ShapeTracker, shapes: &mut Shapes| {
-                is_identity(st) && numel(shapes.of(r)) == numel(&lowered.shape)
-            };
+            let mut lowered = lower_kernel(&root, &self.realizes, self.shapes)?;
+            let own = self.shapes.of(&root).to_vec();
+            if root.op() != Ops::ReduceAxis && lowered.shape != own {
+                // a kernel reducing its rows itself keeps its own index space, not that of a
+                // reduce it reads in place (which it realizes)
+                let over_own = lower_group(std::slice::from_ref(&root), &own, &self.realizes, self.shapes)?;
+                let placed = self.placed(&over_own);
+                if self.row_reduces(&over_own, &placed) {
+                    lowered = over_own;
+                }
+            }
             // a reduce root is its own kernel's reduce, else one in place, the outermost first
             // (one no reduce of the kernel reads broadcast)
             let read_broadcast: Vec<UOp> = lowered
@@ -183,21 +241,20 @@ impl Grouper<'_> {
                 .filter(|(r, st)| broadcasts_reduce(r, st, self.shapes))
                 .map(|(r, _)| r.clone())
                 .collect();
-            let mut placed: Vec<UOp> = lowered
-                .reduces
-                .iter()
-                .filter(|(r, st)| in_place(r, st, self.shapes))
-                .map(|(r, _)| r.clone())
-                .collect();
+            let mut placed = self.placed(&lowered);
             placed.sort_by_key(|r| read_broadcast.contains(r));
+            // an elementwise kernel reducing short rows itself realizes what it reads in place
+            let rows = root.op() != Ops::ReduceAxis && self.row_reduces(&lowered, &placed);
             let main = match root.op() {
                 Ops::ReduceAxis => Some(root.clone()),
+                _ if rows => None,
                 _ => placed.first().cloned(),
             };
-            // reduces over the main one's axes and input that the kernel reads broadcast
+            // reduces over the main one's axes and input that the kernel reads broadcast; in
+            // an elementwise kernel, short rows' reduces over one axis of one input
             let nested: Vec<UOp> = read_broadcast
                 .into_iter()
-                .filter(|r| main.as_ref().is_some_and(|m| same_reduction(m, r, self.shapes)))
+                .filter(|r| rows || main.as_ref().is_some_and(|m| same_reduction(m, r, self.shapes)))
                 .collect();
             for (r, st) in &lowered.reduces {
                 let claimed = owner.get(r).is_some_and(|o| *o != root);
@@ -205,10 +262,10 @@ impl Grouper<'_> {
                     continue;
                 }
                 let keep = if main.as_ref() == Some(r) {
-                    in_place(r, st, self.shapes)
+                    in_place(r, st, &lowered, self.shapes)
                 } else {
                     nested.contains(r)
-                        && (in_place(r, st, self.shapes) || broadcasts_reduce(r, st, self.shapes))
+                        && (in_place(r, st, &lowered, self.shapes) || broadcasts_reduce(r, st, self.shapes))
                 };
                 if !keep || claimed {
                     add.push(r.clone());
@@ -228,6 +285,12 @@ impl Grouper<'_> {
         let changed = add.iter().fold(false, |changed, u| self.realize(u) | changed);
         Ok((changed, kernels))
     }
+}
+
+/// Whether kernel `k` reads the reduce `r` through `st` in place: every element where the
+/// kernel stores it (a prefix is not).
+fn in_place(r: &UOp, st: &ShapeTracker, k: &Lowered, shapes: &mut Shapes) -> bool {
+    is_identity(st) && numel(shapes.of(r)) == numel(&k.shape)
 }
 
 /// Whether `st` (a view of `src`) broadcasts a reduce's result back over the axes it reduced,
@@ -255,9 +318,11 @@ pub(crate) fn same_reduction(a: &UOp, b: &UOp, shapes: &mut Shapes) -> bool {
 pub(crate) fn group(
     sink: &UOp,
     shapes: &mut Shapes,
-    max_buffers: usize,
+    limits: KernelLimits,
 ) -> Result<(UOpSet, UOpMap<Lowered>), EngineError> {
-    let mut g = Grouper { topo: sink.toposort(), shapes, realizes: UOpSet::default(), max_buffers };
+    let (max_buffers, row_reduce) = (limits.max_buffers, limits.row_reduce);
+    let mut g =
+        Grouper { topo: sink.toposort(), shapes, realizes: UOpSet::default(), max_buffers, row_reduce };
     g.forced(sink);
     loop {
         let changed = g.views() | g.buffer_limit();

@@ -139,6 +139,24 @@ impl Lowerer<'_> {
         st.views().iter().any(|v| v.mask().is_some()) || self.under_reduce.contains(&(u.clone(), st.clone()))
     }
 
+    /// Marks every `(node, tracker)` pair under a reduce of `(root, st)`, wherever else the
+    /// pair is also read (a constant there carries its view either way).
+    fn mark_under_reduce(&mut self, root: &UOp, st: &ShapeTracker) -> Result<(), EngineError> {
+        let mut stack = vec![(root.clone(), st.clone(), false)];
+        let mut seen: HashSet<(UOp, ShapeTracker, bool), FxBuild> = HashSet::default();
+        while let Some((u, st, under)) = stack.pop() {
+            if !seen.insert((u.clone(), st.clone(), under)) {
+                continue;
+            }
+            if under {
+                self.under_reduce.insert((u.clone(), st.clone()));
+            }
+            let below = under || u.op() == Ops::ReduceAxis;
+            stack.extend(self.children(&u, &st)?.into_iter().map(|(c, s)| (c, s, below)));
+        }
+        Ok(())
+    }
+
     /// Lowers `(root, st)` iteratively (kernels may hold long chains), sources first.
     fn lower(&mut self, root: &UOp, st: ShapeTracker) -> Result<UOp, EngineError> {
         type Kids = Option<Vec<(UOp, ShapeTracker)>>;
@@ -155,9 +173,6 @@ impl Lowerer<'_> {
                 }
                 None => {
                     let kids = self.children(&u, &st)?;
-                    if u.op() == Ops::ReduceAxis || self.under_reduce.contains(&key) {
-                        self.under_reduce.extend(kids.iter().cloned());
-                    }
                     let pending: Vec<_> =
                         kids.iter().filter(|k| !self.memo.contains_key(*k)).cloned().collect();
                     stack.push((u, st, Some(kids)));
@@ -187,6 +202,9 @@ fn lower(
     };
     let mut l =
         Lowerer { roots, realizes, shapes, out, memo: HashMap::default(), under_reduce: HashSet::default() };
+    for root in roots {
+        l.mark_under_reduce(&stored(root), &contiguous_st(kernel_shape))?;
+    }
     for root in roots {
         let value = l.lower(&stored(root), contiguous_st(kernel_shape))?;
         l.out.values.push(value);

@@ -90,10 +90,31 @@ impl Schedule {
     }
 }
 
-/// The schedule that realizes `targets` (lazy UOps), each kernel binding at most
-/// `max_buffers` buffers: from the schedule cache when a graph equal up to its buffers was
-/// scheduled before.
-pub fn schedule_with(targets: &[UOp], max_buffers: usize) -> Result<Schedule, EngineError> {
+/// What one kernel may hold on the devices a schedule is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KernelLimits {
+    /// The most buffers one kernel binds (outputs and inputs).
+    pub max_buffers: usize,
+    /// The longest reduce (elements of its one axis) that an elementwise kernel reading it
+    /// broadcast back over its own rows computes itself (a softmax's max and sum, a layer
+    /// norm's statistics: one kernel reads each row once); 0 for none.
+    pub row_reduce: usize,
+}
+
+impl KernelLimits {
+    /// The limits of a device binding `max_buffers` buffers, whose workgroups share memory
+    /// (`row_reduce` [`ROW_REDUCE`]) or not (0: the rows would be reduced again per element).
+    pub fn new(max_buffers: usize, shared_memory: bool) -> KernelLimits {
+        KernelLimits { max_buffers, row_reduce: if shared_memory { ROW_REDUCE } else { 0 } }
+    }
+}
+
+/// The longest row an elementwise kernel reduces itself on a device with workgroup memory.
+pub const ROW_REDUCE: usize = 1024;
+
+/// The schedule that realizes `targets` (lazy UOps) within `limits`: from the schedule cache
+/// when a graph equal up to its buffers was scheduled before.
+pub fn schedule_with(targets: &[UOp], limits: KernelLimits) -> Result<Schedule, EngineError> {
     // a node the caller holds may change under resolve (a part of it was realized since): its
     // result is recorded under the held node too, or the next realize would compute it again
     let sink = UOp::sink(targets.to_vec());
@@ -113,10 +134,10 @@ pub fn schedule_with(targets: &[UOp], max_buffers: usize) -> Result<Schedule, En
             (sink, topo)
         }
     };
-    let normal = cache::normalize(topo, max_buffers);
+    let normal = cache::normalize(topo, limits);
     let (template, hit) = match cache::get(&normal.key) {
         Some(t) => (t, true),
-        None => (Arc::new(template(&sink, &normal, max_buffers)?), false),
+        None => (Arc::new(template(&sink, &normal, limits)?), false),
     };
     let schedule = instantiate(&template, &normal.topo, &normal.buffers, &resolved, &held);
     if !hit {
@@ -155,12 +176,12 @@ struct TemplateOutput {
 }
 
 /// The schedule of the graph under `sink` (walked as `normal`), as a template.
-fn template(sink: &UOp, normal: &Normalized, max_buffers: usize) -> Result<Template, EngineError> {
-    let max_buffers = max_buffers.max(2);
+fn template(sink: &UOp, normal: &Normalized, limits: KernelLimits) -> Result<Template, EngineError> {
+    let max_buffers = limits.max_buffers.max(2);
     let mut shapes = Shapes::new();
     let converted = to_views(sink, &mut shapes)?;
     let sink = converted.sink;
-    let (realizes, kernels) = group(&sink, &mut shapes, max_buffers)?;
+    let (realizes, kernels) = group(&sink, &mut shapes, KernelLimits { max_buffers, ..limits })?;
     let topo: Vec<UOp> = sink.toposort().into_iter().filter(|u| realizes.contains(u)).collect();
     let groups = fuse::groups(&topo, &kernels, &realizes, &mut shapes, max_buffers)?;
     let position = normal.positions();
