@@ -4,7 +4,7 @@
 //! cases (500).
 
 use wgrad_codegen::ast_eval::eval_ast;
-use wgrad_codegen::{CodegenError, LowerError, Opt, OptMode, OptOps, Target, compile};
+use wgrad_codegen::{CodegenError, Kernel, LowerError, Opt, OptError, OptMode, OptOps, Target, compile};
 use wgrad_conformance::one_hot::one_hot_cases;
 use wgrad_conformance::random_ast::Case;
 use wgrad_conformance::shapes::{nested_tuned_cases, tuned_cases, tuned_targets};
@@ -283,4 +283,12 @@ fn rows_reduced_in_place_match_the_ast_evaluator_under_any_split() {
             "{rows}x{cols}\n{program}"
         );
     }
+    // the row's partials must fit the workgroup memory: refused, and the kernel left as it was
+    let case = softmax_case(4, 64);
+    let small = Target { shared_max: 16, ..Target::tiny() };
+    let mut k = Kernel::new(&case.ast, small).expect("a kernel");
+    k.apply_opt(Opt::new(OptOps::Local, 1, 2)).expect("two partials of 4 bytes for each reduce");
+    let refused = k.apply_opt(Opt::new(OptOps::Local, 0, 4));
+    assert!(matches!(refused, Err(OptError::SharedMemory { needed: 64, max: 16 })), "{refused:?}");
+    assert_eq!(k.local_size(), 2, "{}", k.describe_opts());
 }

@@ -72,7 +72,7 @@ fn value_shape(u: &UOp) -> Option<Vec<Sint>> {
     shapes.remove(u).flatten()
 }
 
-fn int_product<'a>(xs: impl IntoIterator<Item = &'a Sint>) -> i64 {
+pub(crate) fn int_product<'a>(xs: impl IntoIterator<Item = &'a Sint>) -> i64 {
     xs.into_iter().map(Sint::vmax).product()
 }
 

@@ -11,7 +11,7 @@ use std::str::FromStr;
 use wgrad_ops::{Arg, GroupOp, Ops, UOp, UOpMap};
 use wgrad_shape::Sint;
 
-use crate::kernel::{Kernel, buffer_st};
+use crate::kernel::{Kernel, buffer_st, int_product};
 
 /// The kinds of kernel transformation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -354,6 +354,30 @@ impl Kernel {
         }
     }
 
+    /// The workgroup memory the partials of reduces spanning local output axes take (a row an
+    /// elementwise kernel reduces itself): per such reduce, a slot per thread and per upcast
+    /// lane it does not reduce. `None` where no reduce spans an output axis.
+    fn row_partial_bytes(&self) -> Option<i64> {
+        let (bufs, fr, fu) = (self.bufs().len(), self.first_reduce(), self.first_upcast());
+        let gd = fr - self.local_dims();
+        let spanned = |i: usize, axes: std::ops::Range<usize>| {
+            let (out, inp) = (&self.sts()[bufs + 2 * i], &self.sts()[bufs + 2 * i + 1]);
+            axes.into_iter()
+                .any(|a| out.shape()[a] != inp.shape()[a])
+                .then(|| int_product(&out.shape()[fu..]))
+        };
+        let n = self.reduceops().len();
+        (0..n).any(|i| spanned(i, 0..fr).is_some()).then(|| {
+            let locals = int_product(&self.full_shape()[gd..fr]);
+            (0..n)
+                .filter_map(|i| {
+                    spanned(i, gd..fr)
+                        .map(|lanes| lanes * locals * self.reduceops()[i].dtype().itemsize() as i64)
+                })
+                .sum()
+        })
+    }
+
     /// A workgroup grown by `amt` must fit the target.
     fn check_local_size(&self, amt: usize) -> Result<(), OptError> {
         let size = self.local_size() * amt as i64;
@@ -401,7 +425,15 @@ impl Kernel {
                     }
                     self.check_split(op, axis, amt)?;
                     self.check_shared(&opt, amt)?;
+                    let before = self.row_partial_bytes().map(|_| self.clone());
                     self.split(op, axis, amt);
+                    if let Some(before) = before {
+                        let needed = self.row_partial_bytes().unwrap_or(0);
+                        if needed > self.target.shared_max as i64 {
+                            *self = before;
+                            return Err(OptError::SharedMemory { needed, max: self.target.shared_max });
+                        }
+                    }
                 }
             }
         }
