@@ -163,6 +163,17 @@ fn one_hot_reduces_collapse_and_match_the_ast_evaluator() {
     }
 }
 
+/// [`check_on`] with no opts and with the heuristics, on the tuned generic targets, one
+/// without locals and the tiny one.
+fn check_unoptimised_and_planned(case: &Case, inputs: &[Vec<ConstValue>], label: &str) {
+    let generic = Target::generic_gpu();
+    for target in tuned_targets(&generic).iter().chain([&Target::no_locals(), &Target::tiny()]) {
+        for mode in [OptMode::NoOpt, OptMode::Heuristic] {
+            check_on(target, case, &mode, inputs, &format!("{label} on {} ({mode:?})", target.name));
+        }
+    }
+}
+
 /// A logsumexp kernel over rows of `cols`: `log2(sum(exp2(x - max(x)))) + max(x)`, the max a
 /// reduce nested in the sum over the same axis (as the scheduler fuses a softmax's).
 fn logsumexp_case(rows: usize, cols: usize) -> Case {
@@ -184,17 +195,7 @@ fn nested_reduces_match_the_ast_evaluator_under_every_grouping() {
         let case = logsumexp_case(rows, cols);
         let inputs = case.inputs(&mut Rng(3));
         let generic = Target::generic_gpu();
-        for target in tuned_targets(&generic).iter().chain([&Target::no_locals(), &Target::tiny()]) {
-            for mode in [OptMode::NoOpt, OptMode::Heuristic] {
-                check_on(
-                    target,
-                    &case,
-                    &mode,
-                    &inputs,
-                    &format!("{rows}x{cols} on {} ({mode:?})", target.name),
-                );
-            }
-        }
+        check_unoptimised_and_planned(&case, &inputs, &format!("{rows}x{cols}"));
         for opts in
             [grouped(OptOps::Group, 8), grouped(OptOps::Grouptop, 16), vec![Opt::new(OptOps::Group, 0, 32)]]
         {
@@ -236,17 +237,7 @@ fn rows_reduced_in_place_match_the_ast_evaluator_under_any_split() {
         let case = softmax_case(rows, cols);
         let mut r = Rng(5);
         let inputs = case.inputs(&mut r);
-        for target in tuned_targets(&generic).iter().chain([&Target::no_locals(), &Target::tiny()]) {
-            for mode in [OptMode::NoOpt, OptMode::Heuristic] {
-                check_on(
-                    target,
-                    &case,
-                    &mode,
-                    &inputs,
-                    &format!("{rows}x{cols} on {} ({mode:?})", target.name),
-                );
-            }
-        }
+        check_unoptimised_and_planned(&case, &inputs, &format!("{rows}x{cols}"));
         // the row's axis upcast, local, both, or partly global (each thread walks that part)
         let given = [
             vec![Opt::new(OptOps::Upcast, 1, 2)],

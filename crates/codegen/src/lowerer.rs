@@ -452,16 +452,22 @@ impl Lowerer {
             };
             idxs.iter().enumerate().map(fresh).collect()
         };
+        self.derived(renamed(&self.idxs), renamed(&self.ridxs), Some(r.clone()))
+    }
+
+    /// A lowerer over the same kernel and lanes with these indices and this reduce of its own,
+    /// and a memo of its own.
+    fn derived(&self, idxs: Vec<UOp>, ridxs: Vec<UOp>, own: Option<UOp>) -> Lowerer {
         Lowerer {
-            idxs: renamed(&self.idxs),
-            ridxs: renamed(&self.ridxs),
+            idxs,
+            ridxs,
             subgroups: self.subgroups.clone(),
             fu: self.fu,
             upcast_sizes: self.upcast_sizes.clone(),
             memo: HashMap::new(),
             overrides: self.overrides.clone(),
             nested: self.nested.clone(),
-            own: Some(r.clone()),
+            own,
             first_reduce: self.first_reduce,
             global_dims: self.global_dims,
             sizes: self.sizes.clone(),
@@ -473,22 +479,7 @@ impl Lowerer {
     /// A lowerer for the source of a reduce over output axes (one an elementwise kernel
     /// reads broadcast back over its rows); [`Lowerer::span`] gives it a loop per axis.
     fn for_spans(&self) -> Lowerer {
-        Lowerer {
-            idxs: self.idxs.clone(),
-            ridxs: self.ridxs.clone(),
-            subgroups: self.subgroups.clone(),
-            fu: self.fu,
-            upcast_sizes: self.upcast_sizes.clone(),
-            memo: HashMap::new(),
-            overrides: self.overrides.clone(),
-            nested: self.nested.clone(),
-            own: self.own.clone(),
-            first_reduce: self.first_reduce,
-            global_dims: self.global_dims,
-            sizes: self.sizes.clone(),
-            unrolled: self.unrolled.clone(),
-            staged: self.staged.clone(),
-        }
+        self.derived(self.idxs.clone(), self.ridxs.clone(), self.own.clone())
     }
 
     /// The loop of the reduce `r` over the output axis `a`, one per reduce and axis: a
