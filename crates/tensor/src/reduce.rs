@@ -108,7 +108,9 @@ impl Tensor {
 
     /// `log(sum(e^(x - m))) + m` along `axis` (kept), `m` the detached max: the gradient is
     /// the softmax's, and one kernel computes it (the max is a reduce nested in the sum's,
-    /// over the same row), so a softmax reads its input twice, not three times.
+    /// over the same row), so a softmax reads its input twice, not three times; where the
+    /// device reduces short rows in place (wgpu, rows of up to 1024), the softmax's own kernel
+    /// computes it and reads its input once.
     fn logsumexp_kept(&self, axis: isize) -> Result<Tensor> {
         let m = self.max(&[axis], true)?.detach();
         self.sub(&m)?.exp().sum(&[axis], true)?.log().add(&m)
