@@ -476,6 +476,14 @@ impl Kernel {
         }
     }
 
+    /// The axes in `range` along which reduce `i` (of [`Kernel::reduceops`]) reduces: its
+    /// output is narrower than its input there (output axes too, where an elementwise kernel
+    /// reads a reduce of its own rows back over them).
+    pub(crate) fn reduced_axes(&self, i: usize, range: std::ops::Range<usize>) -> Vec<usize> {
+        let (out, inp) = (&self.sts[self.bufs.len() + 2 * i], &self.sts[self.bufs.len() + 2 * i + 1]);
+        range.filter(|&a| out.shape()[a] != inp.shape()[a]).collect()
+    }
+
     /// The kernel AST with every view replaced by its optimised tracker, each reduce over its
     /// remaining (ungrouped) axes, and grouped reduces finished through workgroup memory.
     pub fn get_optimized_ast(&self) -> UOp {
@@ -506,10 +514,8 @@ impl Kernel {
     fn fixup_reduce(&self, op: &UOp, src: &UOp) -> UOp {
         let Arg::ReduceAxis(rop, _) = op.arg() else { unreachable!("a ReduceAxis has a ReduceAxis arg") };
         let ri = self.reduceops.iter().position(|r| r == op).expect("every reduce is collected");
-        let (out, inp) = (&self.sts[self.bufs.len() + 2 * ri], &self.sts[self.bufs.len() + 2 * ri + 1]);
-        let reduced = |r: std::ops::Range<usize>| -> Vec<usize> {
-            r.filter(|&i| out.shape()[i] != inp.shape()[i]).collect()
-        };
+        let out = &self.sts[self.bufs.len() + 2 * ri];
+        let reduced = |r: std::ops::Range<usize>| self.reduced_axes(ri, r);
         let (fr, gfr) = (self.first_reduce(), self.group_for_reduces);
         let (gd, ld) = (self.global_dims(), self.local_dims);
         // a reduce an elementwise kernel reads broadcast back over its own rows spans output

@@ -361,10 +361,8 @@ impl Kernel {
         let (bufs, fr, fu) = (self.bufs().len(), self.first_reduce(), self.first_upcast());
         let gd = fr - self.local_dims();
         let spanned = |i: usize, axes: std::ops::Range<usize>| {
-            let (out, inp) = (&self.sts()[bufs + 2 * i], &self.sts()[bufs + 2 * i + 1]);
-            axes.into_iter()
-                .any(|a| out.shape()[a] != inp.shape()[a])
-                .then(|| int_product(&out.shape()[fu..]))
+            let lanes = || int_product(&self.sts()[bufs + 2 * i].shape()[fu..]);
+            (!self.reduced_axes(i, axes).is_empty()).then(lanes)
         };
         let n = self.reduceops().len();
         (0..n).any(|i| spanned(i, 0..fr).is_some()).then(|| {

@@ -58,9 +58,11 @@ pub(super) fn row_reduce(k: &mut Kernel) -> bool {
 /// The one global axis the kernel's reduces span (the same for all, as the scheduler makes
 /// them), if any.
 fn spanned(k: &Kernel) -> Option<usize> {
-    let bufs = k.bufs().len();
-    let (out, inp) = (k.sts().get(bufs)?, k.sts().get(bufs + 1)?);
-    let mut axes = (0..k.global_dims()).filter(|&a| out.shape()[a] != inp.shape()[a]);
-    let axis = axes.next()?;
-    axes.next().is_none().then_some(axis)
+    if k.reduceops().is_empty() {
+        return None;
+    }
+    match k.reduced_axes(0, 0..k.global_dims()).as_slice() {
+        [axis] => Some(*axis),
+        _ => None,
+    }
 }
