@@ -1,5 +1,5 @@
 //! tinygrad's beautiful_mnist CNN and its training step, eager and jitted (shared by the
-//! example, `tests/mnist.rs` and `tests/jit.rs`).
+//! example, `tests/all/mnist.rs` and `tests/all/jit.rs`).
 
 use std::cell::RefCell;
 

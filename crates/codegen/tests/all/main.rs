@@ -1,0 +1,17 @@
+//! The crate's integration tests in one binary: one link and one process, so the suite builds
+//! and runs in less time and disk. Tests that change process-wide state (flags, counters,
+//! the interned-node table) or re-run their own binary keep binaries of their own.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod ast_eval;
+mod conv_heuristic;
+mod heuristics;
+mod index_range;
+mod kernel;
+mod linearize;
+mod loop_limit;
+mod opts;
+mod pipeline;
+mod vectorize;

@@ -1,0 +1,548 @@
+//! Kernel counts of named graphs, in the style of tinygrad's `test_schedule`, each also
+//! run on every device and checked against a host computation.
+
+use crate::common;
+
+use common::devices;
+
+use wgrad_engine::device::open_device;
+use wgrad_engine::{ItemKind, KernelLimits, ROW_REDUCE, Schedule};
+use wgrad_ops::Ops;
+use wgrad_tensor::{DType, Result, Tensor, with_default_device};
+
+/// Deterministic values in [-2, 2) for a tensor of `n` elements.
+fn data(n: usize, seed: usize) -> Vec<f32> {
+    (0..n).map(|i| ((i * 7919 + seed * 104_729) % 4000) as f32 / 1000.0 - 2.0).collect()
+}
+
+fn tensor(shape: &[usize], seed: usize) -> Tensor {
+    Tensor::from_vec(data(shape.iter().product(), seed), shape).unwrap()
+}
+
+/// Asserts that `build` schedules into `kernels` kernels (binding at most 32 buffers each)
+/// and computes `expect` on every device.
+fn check(kernels: usize, build: impl Fn() -> Result<Tensor>, expect: impl Fn() -> Vec<f32>) {
+    check_rows(kernels, kernels, build, expect);
+}
+
+/// [`check`] with `rows` kernels on a device that reduces short rows in place (workgroup
+/// memory: wgpu) and `split` on one that does not (the CPU interpreter).
+fn check_rows(rows: usize, split: usize, build: impl Fn() -> Result<Tensor>, expect: impl Fn() -> Vec<f32>) {
+    for device in devices() {
+        let in_place = open_device(&device).unwrap().kernel_limits().row_reduce > 0;
+        let kernels = if in_place { rows } else { split };
+        with_default_device(&device, || {
+            let t = build().unwrap();
+            let schedule = t.schedule(32).unwrap();
+            assert_eq!(schedule.kernel_count(), kernels, "kernels on {device}: {:#?}", schedule.kernels());
+            let got = t.to_vec::<f32>().unwrap();
+            let want = expect();
+            assert_eq!(got.len(), want.len());
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!((g - w).abs() <= 1e-4 + 1e-4 * w.abs(), "{device} [{i}]: {g} != {w}");
+            }
+        });
+    }
+}
+
+fn rows(v: &[f32], cols: usize) -> Vec<&[f32]> {
+    v.chunks(cols).collect()
+}
+
+fn reduces(s: &Schedule) -> Vec<usize> {
+    s.kernels().iter().map(|k| k.toposort().iter().filter(|u| u.op() == Ops::ReduceAxis).count()).collect()
+}
+
+#[test]
+fn elementwise_chain_is_one_kernel() {
+    check(
+        1,
+        || tensor(&[4, 8], 0).mul(tensor(&[4, 8], 1))?.add(tensor(&[4, 8], 2)),
+        || (0..32).map(|i| data(32, 0)[i] * data(32, 1)[i] + data(32, 2)[i]).collect(),
+    );
+}
+
+#[test]
+fn elementwise_fuses_into_the_reduce() {
+    check(
+        1,
+        || tensor(&[4, 8], 0).add(tensor(&[4, 8], 1))?.sum(&[], false),
+        || vec![data(32, 0).iter().zip(data(32, 1)).map(|(a, b)| a + b).sum()],
+    );
+}
+
+#[test]
+fn elementwise_after_the_reduce_fuses() {
+    check(
+        1,
+        || tensor(&[4, 8], 0).sum(&[1], false)?.mul(2.0)?.add(tensor(&[4], 1)),
+        || {
+            rows(&data(32, 0), 8)
+                .iter()
+                .zip(data(4, 1))
+                .map(|(r, c)| r.iter().sum::<f32>() * 2.0 + c)
+                .collect()
+        },
+    );
+}
+
+fn host_softmax(v: &[f32], cols: usize) -> Vec<f32> {
+    rows(v, cols)
+        .iter()
+        .flat_map(|r| {
+            let m = r.iter().cloned().fold(f32::MIN, f32::max);
+            let e: Vec<f32> = r.iter().map(|x| (x - m).exp()).collect();
+            let s: f32 = e.iter().sum();
+            e.into_iter().map(move |x| x / s)
+        })
+        .collect()
+}
+
+#[test]
+fn softmax_over_the_last_axis_is_one_kernel_where_rows_reduce_in_place() {
+    // exp(x - logsumexp), the logsumexp's reduces (the max nested in the sum) read back over
+    // their rows: one kernel on wgpu; where rows do not reduce in place the logsumexp is
+    // realized (its reduces in one kernel, the max in its own loop)
+    check_rows(1, 2, || tensor(&[4, 8], 0).softmax(-1), || host_softmax(&data(32, 0), 8));
+    // a row longer than ROW_REDUCE is realized everywhere
+    let cols = 2 * ROW_REDUCE;
+    check(2, || tensor(&[2, cols], 0).softmax(-1), || host_softmax(&data(2 * cols, 0), cols));
+    // after a matmul: the product is realized, its rows reduced by the softmax's kernel
+    let host = || {
+        let (a, w) = (data(32, 0), data(64, 1));
+        let product: Vec<f32> =
+            (0..32).map(|i| (0..8).map(|k| a[(i / 8) * 8 + k] * w[k * 8 + i % 8]).sum()).collect();
+        host_softmax(&product, 8)
+    };
+    check_rows(2, 3, || tensor(&[4, 8], 0).matmul(&tensor(&[8, 8], 1))?.softmax(-1), host);
+}
+
+#[test]
+fn attention_heads_merge_without_a_copy() {
+    // (batch 1, heads 2, 4 tokens, 3 dims): scores, the softmax (two kernels where rows do not
+    // reduce in place), and the weighted sum stored in (tokens, heads, dims) order, so merging
+    // the heads is a reshape
+    let (h, s, d) = (2, 4, 3);
+    let host = || {
+        let (q, k, v) = (data(h * s * d, 0), data(h * s * d, 1), data(h * s * d, 2));
+        let mut out = vec![0.0f32; s * h * d];
+        for head in 0..h {
+            let at = |x: &[f32], i: usize, j: usize| x[(head * s + i) * d + j];
+            for i in 0..s {
+                let scores: Vec<f32> = (0..s)
+                    .map(|j| (0..d).map(|c| at(&q, i, c) * at(&k, j, c)).sum::<f32>() / (d as f32).sqrt())
+                    .collect();
+                let weights = host_softmax(&scores, s);
+                for c in 0..d {
+                    out[(i * h + head) * d + c] = (0..s).map(|j| weights[j] * at(&v, j, c)).sum();
+                }
+            }
+        }
+        out
+    };
+    let build = || {
+        let [q, k, v] = [0, 1, 2].map(|seed| tensor(&[1, h, s, d], seed));
+        let context = q.scaled_dot_product_attention(&k, &v, None, false)?;
+        Ok(context.transpose(1, 2)?.reshape(&[1, s as isize, (h * d) as isize])?.contiguous())
+    };
+    check_rows(3, 4, build, host);
+}
+
+#[test]
+fn a_reduce_read_broadcast_by_another_over_its_axes_fuses_either_way_round() {
+    // max(x) + log(sum(e^(x - max(x)))) with the max written first: one kernel all the same
+    let host = || {
+        rows(&data(32, 0), 8)
+            .iter()
+            .map(|r| {
+                let m = r.iter().cloned().fold(f32::MIN, f32::max);
+                m + r.iter().map(|x| (x - m).exp()).sum::<f32>().ln()
+            })
+            .collect()
+    };
+    let build = || {
+        let x = tensor(&[4, 8], 0);
+        let m = x.max(&[1], true)?;
+        m.add(x.sub(&m)?.exp().sum(&[1], true)?.log())
+    };
+    check(1, build, host);
+    // a sum over another axis of a max read broadcast does not fuse (two kernels)
+    let build = || {
+        let x = tensor(&[4, 8], 0);
+        x.sub(x.max(&[1], true)?)?.sum(&[0], false)
+    };
+    let host = || {
+        let values = data(32, 0);
+        let r = rows(&values, 8);
+        let maxes: Vec<f32> = r.iter().map(|r| r.iter().cloned().fold(f32::MIN, f32::max)).collect();
+        (0..8).map(|c| r.iter().zip(&maxes).map(|(r, m)| r[c] - m).sum()).collect()
+    };
+    check(2, build, host);
+}
+
+#[test]
+fn layernorm_is_one_kernel_where_rows_reduce_in_place() {
+    // the mean nests in the variance; both in the normalize's kernel, or (where rows do not
+    // reduce in place) in a kernel of their own that stores both
+    let host = || {
+        rows(&data(32, 0), 8)
+            .iter()
+            .flat_map(|r| {
+                let mean = r.iter().sum::<f32>() / 8.0;
+                let var = r.iter().map(|x| (x - mean).powi(2)).sum::<f32>() / 8.0;
+                r.iter().map(move |x| (x - mean) / (var + 1e-5).sqrt())
+            })
+            .collect()
+    };
+    check_rows(1, 2, || tensor(&[4, 8], 0).layernorm(-1, 1e-5), host);
+}
+
+#[test]
+fn matmul_bias_relu_is_one_kernel() {
+    let host = || {
+        let (a, w, b) = (data(32, 0), data(128, 1), data(16, 2));
+        let mut out = vec![0.0f32; 64];
+        for i in 0..4 {
+            for j in 0..16 {
+                let dot: f32 = (0..8).map(|k| a[i * 8 + k] * w[k * 16 + j]).sum();
+                out[i * 16 + j] = (dot + b[j]).max(0.0);
+            }
+        }
+        out
+    };
+    check(1, || Ok(tensor(&[4, 8], 0).matmul(&tensor(&[8, 16], 1))?.add(tensor(&[16], 2))?.relu()), host);
+}
+
+#[test]
+fn expanding_a_reduce_realizes_it_unless_it_is_read_back_over_its_rows() {
+    let host = || {
+        rows(&data(32, 0), 8)
+            .iter()
+            .flat_map(|r| {
+                let m = r.iter().cloned().fold(f32::MIN, f32::max);
+                r.iter().map(move |x| x - m)
+            })
+            .collect()
+    };
+    check_rows(1, 2, || tensor(&[4, 8], 0).sub(tensor(&[4, 8], 0).max(&[1], true)?), host);
+    // broadcast over another shape than the one it reduced: realized
+    let host = || {
+        let maxes: Vec<f32> =
+            rows(&data(32, 0), 8).iter().map(|r| r.iter().cloned().fold(f32::MIN, f32::max)).collect();
+        data(64, 1).iter().enumerate().map(|(i, y)| y - maxes[i / 16]).collect()
+    };
+    check(2, || tensor(&[4, 16], 1).sub(tensor(&[4, 8], 0).max(&[1], true)?), host);
+}
+
+#[test]
+fn an_unsafe_op_under_a_pad_is_realized() {
+    let padded = |v: Vec<f32>| {
+        let mut out = vec![0.0; 8];
+        out.extend(v);
+        out.extend([0.0; 8]);
+        out.into_iter().map(|x| x + 1.0).collect::<Vec<f32>>()
+    };
+    // exp(0) is 1, not 0: exp gets a buffer before the pad
+    check(
+        2,
+        || tensor(&[4, 8], 0).exp().pad(&[(1, 1), (0, 0)])?.add(1.0),
+        || padded(data(32, 0).iter().map(|x| x.exp()).collect()),
+    );
+    // x * 2 is 0 at 0: the pad fuses
+    check(
+        1,
+        || tensor(&[4, 8], 0).mul(2.0)?.pad(&[(1, 1), (0, 0)])?.add(1.0),
+        || padded(data(32, 0).iter().map(|x| x * 2.0).collect()),
+    );
+}
+
+#[test]
+fn a_kernel_holds_one_reduce() {
+    let (a, b) = (data(32, 0), data(32, 1));
+    check(
+        2,
+        || tensor(&[4, 8], 0).sum(&[], false)?.add(tensor(&[4, 8], 1).sum(&[], false)?),
+        || vec![a.iter().sum::<f32>() + b.iter().sum::<f32>()],
+    );
+    check(
+        2,
+        || tensor(&[4, 8], 0).max(&[1], false)?.sum(&[0], false),
+        || vec![rows(&a, 8).iter().map(|r| r.iter().cloned().fold(f32::MIN, f32::max)).sum()],
+    );
+}
+
+#[test]
+fn a_large_reduction_into_a_small_output_splits_in_two() {
+    let n = 300_000;
+    let build = || Tensor::from_vec(data(n, 3), &[n])?.sum(&[], false);
+    check(2, build, || vec![data(n, 3).iter().map(|&x| f64::from(x)).sum::<f64>() as f32]);
+    with_default_device(&devices()[0], || {
+        assert_eq!(reduces(&build().unwrap().schedule(32).unwrap()), [1, 1]);
+    });
+}
+
+#[test]
+fn a_long_contraction_into_few_outputs_splits_k_and_a_matrix_vector_product_does_not() {
+    // a weight gradient x^T @ dy over 8192 rows into 16 x 16: 8192 times its output, split
+    let (k, n) = (8192, 16);
+    let host = |x: &[f32], dy: &[f32]| -> Vec<f32> {
+        let cell = |i: usize, j: usize| (0..k).map(|r| f64::from(x[r * n + i] * dy[r * n + j])).sum::<f64>();
+        (0..n * n).map(|o| cell(o / n, o % n) as f32).collect()
+    };
+    let weight_grad = || tensor(&[k, n], 0).transpose(0, 1)?.matmul(&tensor(&[k, n], 1));
+    check(2, weight_grad, || host(&data(k * n, 0), &data(k * n, 1)));
+    // a vector times a matrix: the matrix is broadcast along no output axis
+    let matvec = || tensor(&[1, k], 0).matmul(&tensor(&[k, n], 1));
+    check(1, matvec, || {
+        let (v, m) = (data(k, 0), data(k * n, 1));
+        (0..n).map(|j| (0..k).map(|r| f64::from(v[r] * m[r * n + j])).sum::<f64>() as f32).collect()
+    });
+}
+
+#[test]
+fn a_reduce_read_through_a_permute_is_realized() {
+    let host = |permuted: bool| {
+        let sums: Vec<f32> = rows(&data(120, 0), 6).iter().map(|r| r.iter().sum()).collect();
+        let other = data(20, 1);
+        (0..20)
+            .map(|i| {
+                let (r, c) = if permuted { (i % 4, i / 4) } else { (i / 5, i % 5) };
+                sums[r * 5 + c] + other[i]
+            })
+            .collect()
+    };
+    check(
+        2,
+        || tensor(&[4, 5, 6], 0).sum(&[2], false)?.permute(&[1, 0])?.add(tensor(&[5, 4], 1)),
+        || host(true),
+    );
+    check(1, || tensor(&[4, 5, 6], 0).sum(&[2], false)?.add(tensor(&[4, 5], 1)), || host(false));
+}
+
+#[test]
+fn contiguous_realizes() {
+    check(
+        2,
+        || (&tensor(&[4, 8], 0) + 1.0).contiguous().mul(2.0),
+        || data(32, 0).iter().map(|x| (x + 1.0) * 2.0).collect(),
+    );
+    check(0, || Ok(tensor(&[4, 8], 0).contiguous()), || data(32, 0));
+}
+
+#[test]
+fn a_shared_subexpression_is_recomputed_in_one_kernel() {
+    let build = || {
+        let x = tensor(&[4, 8], 0).add(tensor(&[4, 8], 1))?;
+        x.mul(2.0)?.add(x.mul(3.0)?)
+    };
+    check(1, build, || data(32, 0).iter().zip(data(32, 1)).map(|(a, b)| (a + b) * 5.0).collect());
+}
+
+#[test]
+fn kernels_stay_within_the_buffer_limit() {
+    let build = || {
+        let parts: Vec<Tensor> = (0..40).map(|i| tensor(&[16], i)).collect();
+        parts[1..].iter().try_fold(parts[0].clone(), |acc, p| acc.add(p))
+    };
+    let host = || (0..16).map(|i| (0..40).map(|s| data(16, s)[i]).sum()).collect();
+    for device in devices() {
+        with_default_device(&device, || {
+            let schedule = build().unwrap().schedule(8).unwrap();
+            assert!(schedule.items.iter().all(|i| i.bufs.len() <= 8), "a kernel binds more than 8 buffers");
+            assert_eq!(schedule.kernel_count(), 7);
+        });
+    }
+    check(2, build, host);
+}
+
+#[test]
+fn ranges_and_windows_are_one_kernel() {
+    check(1, || Ok(Tensor::arange(10)?.cast(DType::F32)), || (0..10).map(|i| i as f32).collect());
+    check(1, || Ok(Tensor::eye(3, DType::F32)?.contiguous()), || vec![1., 0., 0., 0., 1., 0., 0., 0., 1.]);
+    let host_cumsum = || {
+        rows(&data(32, 0), 8)
+            .iter()
+            .flat_map(|r| {
+                r.iter()
+                    .scan(0.0, |s, x| {
+                        *s += x;
+                        Some(*s)
+                    })
+                    .collect::<Vec<f32>>()
+            })
+            .collect()
+    };
+    check(1, || tensor(&[4, 8], 0).cumsum(1), host_cumsum);
+    let cat = || [data(8, 0), data(8, 1), data(8, 2)].concat();
+    check(1, || Tensor::cat(&[&tensor(&[1, 8], 0), &tensor(&[1, 8], 1), &tensor(&[1, 8], 2)], 0), cat);
+}
+
+#[test]
+fn an_assign_writes_in_place_after_its_readers() {
+    for device in devices() {
+        with_default_device(&device, || {
+            let w = tensor(&[8], 0);
+            let before = w.mul(1.0).unwrap();
+            w.assign(&w.mul(2.0).unwrap().add(1.0).unwrap()).unwrap();
+            assert_eq!(w.schedule(32).unwrap().kernel_count(), 1);
+            Tensor::realize_all(&[&before, &w]).unwrap();
+            assert_eq!(before.to_vec::<f32>().unwrap(), data(8, 0));
+            let want: Vec<f32> = data(8, 0).iter().map(|x| x * 2.0 + 1.0).collect();
+            assert_eq!(w.to_vec::<f32>().unwrap(), want);
+        });
+    }
+}
+
+#[test]
+fn realized_values_are_read_not_recomputed() {
+    for device in devices() {
+        with_default_device(&device, || {
+            let a = tensor(&[4, 8], 0);
+            let m = a.max(&[1], true).unwrap();
+            // broadcast over another shape than its rows', so realized on every device
+            let centered = tensor(&[4, 16], 1).sub(&m).unwrap();
+            centered.realize().unwrap();
+            // m was computed for `centered` and is still held: it is read back, not reduced again
+            let twice = m.mul(2.0).unwrap();
+            assert_eq!(reduces(&twice.schedule(32).unwrap()), [0]);
+            let want: Vec<f32> = rows(&data(32, 0), 8)
+                .iter()
+                .map(|r| 2.0 * r.iter().cloned().fold(f32::MIN, f32::max))
+                .collect();
+            assert_eq!(twice.to_vec::<f32>().unwrap(), want);
+        });
+    }
+}
+
+#[test]
+fn gradients_schedule_like_any_graph() {
+    for device in devices() {
+        with_default_device(&device, || {
+            let (x, w) = (tensor(&[4, 8], 0), tensor(&[8, 16], 1));
+            w.set_requires_grad(true).unwrap();
+            x.matmul(&w).unwrap().relu().sum(&[], false).unwrap().backward().unwrap();
+            let g = w.grad().unwrap();
+            // relu's mask (a matmul) and the gradient matmul
+            assert_eq!(g.schedule(32).unwrap().kernel_count(), 2);
+            let (xs, ws) = (data(32, 0), data(128, 1));
+            let mut want = vec![0.0f32; 128];
+            for i in 0..4 {
+                for j in 0..16 {
+                    let dot: f32 = (0..8).map(|k| xs[i * 8 + k] * ws[k * 16 + j]).sum();
+                    if dot > 0.0 {
+                        (0..8).for_each(|k| want[k * 16 + j] += xs[i * 8 + k]);
+                    }
+                }
+            }
+            let got = g.to_vec::<f32>().unwrap();
+            assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-4), "{got:?} != {want:?}");
+        });
+    }
+}
+
+#[test]
+fn copies_are_schedule_items() {
+    let devices = devices();
+    let (Some(from), Some(to)) = (devices.first(), devices.get(1)) else { return };
+    let moved = with_default_device(from, || tensor(&[4, 8], 0).add(1.0).unwrap().to(to));
+    let schedule = moved.schedule(32).unwrap();
+    assert!(schedule.items.iter().any(|i| matches!(i.kind, ItemKind::Copy)));
+    assert_eq!(moved.to_vec::<f32>().unwrap(), data(32, 0).iter().map(|x| x + 1.0).collect::<Vec<_>>());
+}
+
+/// The schedule realizing `tensors` together (as `Tensor::realize_all` would), on the first
+/// one's device.
+fn schedule_of(tensors: &[&Tensor]) -> Schedule {
+    let uops: Vec<_> = tensors.iter().map(|t| t.uop()).collect();
+    let limits = open_device(tensors[0].device()).unwrap().kernel_limits();
+    wgrad_engine::schedule_with(&uops, KernelLimits { max_buffers: 32, ..limits }).unwrap()
+}
+
+#[test]
+fn an_adam_update_of_a_parameter_is_one_kernel_with_three_outputs() {
+    let (b1, b2, lr, eps) = (0.9f32, 0.999f32, 0.01f32, 1e-8f32);
+    for device in devices() {
+        with_default_device(&device, || {
+            let (p, g, m, v) =
+                (tensor(&[4, 8], 0), tensor(&[4, 8], 1), tensor(&[4, 8], 2), tensor(&[4, 8], 3));
+            let v = v.abs().contiguous();
+            let powers =
+                [Tensor::full(&[], b1).unwrap().contiguous(), Tensor::full(&[], b2).unwrap().contiguous()];
+            Tensor::realize_all(&[&v, &powers[0], &powers[1]]).unwrap();
+            // Adam's update, as optim/adam.rs builds it (the powers already advanced)
+            m.assign(&m.mul(b1).unwrap().add(g.mul(1.0 - b1).unwrap()).unwrap()).unwrap();
+            v.assign(&v.mul(b2).unwrap().add(g.square().mul(1.0 - b2).unwrap()).unwrap()).unwrap();
+            let m_hat = m.div(powers[0].rsub(1.0).unwrap()).unwrap();
+            let v_hat = v.div(powers[1].rsub(1.0).unwrap()).unwrap();
+            let u = m_hat.div(v_hat.sqrt().add(eps).unwrap()).unwrap();
+            p.assign(&p.sub(u.mul(lr).unwrap()).unwrap()).unwrap();
+            let schedule = schedule_of(&[&m, &v, &p]);
+            assert_eq!(schedule.kernel_count(), 1, "{device}: {:#?}", schedule.kernels());
+            let stores = schedule.kernels()[0].src().len();
+            assert_eq!(
+                (stores, schedule.items[0].bufs.len()),
+                (3, 6),
+                "{device}: m, v, p; and g, b1^t, b2^t"
+            );
+            Tensor::realize_all(&[&m, &v, &p]).unwrap();
+            let (p0, g0, m0, v0) = (data(32, 0), data(32, 1), data(32, 2), data(32, 3));
+            for i in 0..32 {
+                let m1 = m0[i] * b1 + g0[i] * (1.0 - b1);
+                let v1 = v0[i].abs() * b2 + g0[i] * g0[i] * (1.0 - b2);
+                let p1 = p0[i] - lr * (m1 / (1.0 - b1)) / ((v1 / (1.0 - b2)).sqrt() + eps);
+                for (name, got, want) in [("m", &m, m1), ("v", &v, v1), ("p", &p, p1)] {
+                    let got = got.to_vec::<f32>().unwrap()[i];
+                    assert!(
+                        (got - want).abs() <= 1e-6 + 1e-4 * want.abs(),
+                        "{device} {name}[{i}]: {got} != {want}"
+                    );
+                }
+            }
+        });
+    }
+}
+
+#[test]
+fn outputs_share_a_kernel_only_where_no_element_is_read_after_it_is_written() {
+    for device in devices() {
+        with_default_device(&device, || {
+            let t = tensor(&[8], 0);
+            let reversed = t.flip(&[0]).unwrap().mul(3.0).unwrap(); // reads t's old values
+            t.assign(&t.mul(2.0).unwrap()).unwrap();
+            let sum = t.add(&reversed).unwrap();
+            // `sum` reads the new `t` in place and shares its kernel; `reversed` reads old
+            // values of other elements, so it runs first, in a kernel of its own
+            let schedule = schedule_of(&[&t, &reversed, &sum]);
+            assert_eq!(schedule.kernel_count(), 2, "{device}: {:#?}", schedule.kernels());
+            assert_eq!(schedule.kernels().iter().map(|k| k.src().len()).collect::<Vec<_>>(), [1, 2]);
+            Tensor::realize_all(&[&t, &reversed, &sum]).unwrap();
+            let x = data(8, 0);
+            let want: Vec<f32> = (0..8).map(|i| 2.0 * x[i] + 3.0 * x[7 - i]).collect();
+            assert_eq!(sum.to_vec::<f32>().unwrap(), want, "{device}");
+            assert_eq!(t.to_vec::<f32>().unwrap(), x.iter().map(|v| 2.0 * v).collect::<Vec<_>>());
+        });
+    }
+}
+
+#[test]
+fn max_and_argmax_together_are_one_kernel() {
+    for device in devices() {
+        with_default_device(&device, || {
+            let x = tensor(&[4, 8], 0);
+            let (max, arg) = (x.max(&[1], false).unwrap(), x.argmax(1, false).unwrap());
+            // the max nests in the argmax's reduce, which stores both
+            let schedule = schedule_of(&[&max, &arg]);
+            assert_eq!(schedule.kernel_count(), 1, "{device}: {:#?}", schedule.kernels());
+            assert_eq!(schedule.kernels()[0].src().len(), 2, "{device}: two outputs");
+            let want: Vec<i32> = rows(&data(32, 0), 8)
+                .iter()
+                .map(|r| r.iter().enumerate().fold(0, |b, (i, v)| if *v > r[b] { i } else { b }) as i32)
+                .collect();
+            Tensor::realize_all(&[&max, &arg]).unwrap();
+            assert_eq!(arg.to_vec::<i32>().unwrap(), want, "{device}");
+            let maxes: Vec<f32> =
+                rows(&data(32, 0), 8).iter().map(|r| r.iter().cloned().fold(f32::MIN, f32::max)).collect();
+            assert_eq!(max.to_vec::<f32>().unwrap(), maxes, "{device}");
+        });
+    }
+}
