@@ -14,7 +14,9 @@
 //!    reads broadcast back over their input's shape, its own, where all reduce the same axis
 //!    of at most `row_reduce` elements (a softmax, a layer norm: codegen reduces each row
 //!    across the threads that hold it); any other reduce it reaches, or one that two kernels
-//!    reach, is realized;
+//!    reach, is realized, or rather the first value of the narrowest dtype on the chain of
+//!    elementwise ops above it that only it reads (a projection's sums plus bias, cast to
+//!    half: the half);
 //! 4. an assign whose value reads the target buffer other than element for element
 //!    realizes the value first;
 //! 5. a kernel binds at most the device's number of buffers: an op whose inputs would
@@ -221,6 +223,12 @@ impl Grouper<'_> {
         let mut add: Vec<UOp> = vec![];
         let roots: Vec<UOp> =
             self.topo.iter().filter(|u| self.realizes.contains(*u) && u.op() != Ops::Copy).cloned().collect();
+        let mut consumers: UOpMap<Vec<UOp>> = UOpMap::default();
+        for u in &self.topo {
+            for s in u.src() {
+                consumers.entry(s.clone()).or_default().push(u.clone());
+            }
+        }
         for root in roots {
             let mut lowered = lower_kernel(&root, &self.realizes, self.shapes)?;
             let own = self.shapes.of(&root).to_vec();
@@ -268,7 +276,7 @@ impl Grouper<'_> {
                         && (in_place(r, st, &lowered, self.shapes) || broadcasts_reduce(r, st, self.shapes))
                 };
                 if !keep || claimed {
-                    add.push(r.clone());
+                    add.push(self.narrowest_form(r, &consumers));
                 } else {
                     owner.insert(r.clone(), root.clone());
                 }
@@ -284,6 +292,33 @@ impl Grouper<'_> {
         }
         let changed = add.iter().fold(false, |changed, u| self.realize(u) | changed);
         Ok((changed, kernels))
+    }
+}
+
+impl Grouper<'_> {
+    /// What to realize of a reduce `r` a kernel may not hold: walking up through
+    /// the elementwise ops each of which is the only reader of the value below it (and
+    /// reshapes that keep its elements in place), the first of the narrowest dtype; `r` when
+    /// none is narrower. A half layer's projection (float32 sums, a bias, a cast to half) then
+    /// stores its halves, rounded where it stores them, instead of the sums, which the layer
+    /// norm reading them would read at twice the bytes and round itself.
+    fn narrowest_form(&mut self, r: &UOp, consumers: &UOpMap<Vec<UOp>>) -> UOp {
+        let elements = numel(self.shapes.of(r));
+        let (mut at, mut best) = (r.clone(), r.clone());
+        while let Some([next]) = consumers.get(&at).map(Vec::as_slice) {
+            let keeps_elements = match next.op() {
+                Ops::View => next.arg().as_view().is_some_and(is_identity),
+                op => GroupOp::ALU.contains(op) || op == Ops::Cast,
+            };
+            if !keeps_elements || self.stops(next) || numel(self.shapes.of(next)) != elements {
+                break;
+            }
+            if next.op() != Ops::View && next.dtype().itemsize() < best.dtype().itemsize() {
+                best = next.clone();
+            }
+            at = next.clone();
+        }
+        best
     }
 }
 

@@ -198,6 +198,55 @@ fn layernorm_is_one_kernel_where_rows_reduce_in_place() {
 }
 
 #[test]
+fn a_half_projection_read_by_a_layer_norm_stores_its_halves() {
+    // a float16 layer's output projection (float32 sums, a bias, rounded to half) and the
+    // residual layer norm after it: the product's kernel stores the rounded halves (where rows
+    // reduce in place and where they do not), so the norm reads two bytes an element and
+    // rounds nothing itself
+    let build = || -> Result<Tensor> {
+        let half = |shape: &[usize], seed| -> Result<Tensor> {
+            let t = tensor(shape, seed).cast(DType::F16);
+            t.realize()?;
+            Ok(t)
+        };
+        let (x, w, bias, residual) =
+            (half(&[4, 8], 0)?, half(&[8, 8], 1)?, half(&[8], 2)?, half(&[4, 8], 3)?);
+        let projected = x.matmul_dtype(&w.t()?, DType::F32)?.add(bias.float())?.cast(DType::F16);
+        Ok(projected.float().add(residual.float())?.layernorm(-1, 1e-5)?.cast(DType::F16))
+    };
+    let mut results = vec![];
+    for device in devices() {
+        let in_place = open_device(&device).unwrap().kernel_limits().row_reduce > 0;
+        with_default_device(&device, || {
+            let t = build().unwrap();
+            let schedule = t.schedule(32).unwrap();
+            assert_eq!(schedule.kernel_count(), if in_place { 2 } else { 3 }, "{device}");
+            let stored = |k: &wgrad_ops::UOp| {
+                let store = k.toposort().into_iter().find(|u| u.op() == Ops::Store).expect("a store");
+                store.src()[0].dtype().scalar()
+            };
+            let product = &schedule.kernels()[0];
+            assert_eq!(stored(product), DType::F16.scalar(), "{device}: {product:?}");
+            let last = schedule.kernels().last().cloned().unwrap();
+            let reads_float = last
+                .toposort()
+                .into_iter()
+                .any(|u| u.op() == Ops::Load && u.dtype().scalar() == DType::F32.scalar());
+            // where rows do not reduce in place, the norm's statistics come from a kernel of their own
+            assert_eq!(reads_float, !in_place, "{device}: {last:?}");
+            results.push(t.float().to_vec::<f32>().unwrap());
+        });
+    }
+    for other in &results[1..] {
+        assert!(
+            other.iter().zip(&results[0]).all(|(a, b)| (a - b).abs() <= 2e-3),
+            "{other:?} != {:?}",
+            results[0]
+        );
+    }
+}
+
+#[test]
 fn matmul_bias_relu_is_one_kernel() {
     let host = || {
         let (a, w, b) = (data(32, 0), data(128, 1), data(16, 2));
