@@ -6,19 +6,6 @@ use crate::common;
 
 use wgrad_runtime_wgpu::Device;
 
-const AXPY: &str = "
-@group(0) @binding(0) var<storage, read_write> y: array<f32>;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-
-@compute @workgroup_size(64)
-fn axpy(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i < arrayLength(&y)) {
-        y[i] = y[i] * 2.0 + x[i];
-    }
-}
-";
-
 /// (buffers created, bind groups created).
 fn made(device: &Device) -> (u64, u64) {
     (device.memory().created, device.bind_groups_created())
@@ -27,7 +14,7 @@ fn made(device: &Device) -> (u64, u64) {
 #[test]
 fn a_loop_creates_buffers_and_bind_groups_only_in_its_first_step() {
     let Some(device) = common::device() else { return };
-    let axpy = device.pipeline(AXPY, "axpy").unwrap();
+    let axpy = device.pipeline(common::AXPY, "axpy").unwrap();
     let y = device.upload(&[0.0f32; 256]).unwrap();
     let (mut after_first, mut held) = ((0, 0), (0, 0, 0));
     for step in 0..100 {
@@ -71,7 +58,7 @@ fn uploads_of_every_size_land_in_order_before_later_work() {
     device.write(&a, 0, bytemuck::cast_slice(&vec![5.0f32; big])).unwrap();
     device.write(&a, 0, bytemuck::cast_slice(&[7.0f32])).unwrap();
     let y = device.upload(&[0.0f32; 2]).unwrap();
-    let axpy = device.pipeline(AXPY, "axpy").unwrap();
+    let axpy = device.pipeline(common::AXPY, "axpy").unwrap();
     let mut batch = device.batch();
     batch.dispatch(&axpy, &[&y, &a], [1, 1, 1]).unwrap();
     device.submit(batch).unwrap();

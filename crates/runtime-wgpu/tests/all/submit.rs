@@ -7,19 +7,6 @@ use crate::common;
 
 use wgrad_runtime_wgpu::{Device, DeviceKind, MAX_PENDING};
 
-const AXPY: &str = "
-@group(0) @binding(0) var<storage, read_write> y: array<f32>;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-
-@compute @workgroup_size(64)
-fn axpy(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i < arrayLength(&y)) {
-        y[i] = y[i] * 2.0 + x[i];
-    }
-}
-";
-
 /// Each of [`SPINNERS`] one-thread workgroups mixes a hash `x[0]` times (no compiler folds the
 /// loop): tens of milliseconds of device time on a GPU (one long chain a thread) and on
 /// llvmpipe (which ends any invocation's loops after 65535 iterations, but has 1024 of them for
@@ -43,7 +30,7 @@ const SPINNERS: u32 = 1024;
 
 /// A batch of one `axpy` over `y` and `x` (256 floats).
 fn axpy(device: &Device, y: &wgrad_runtime_wgpu::Buffer, x: &wgrad_runtime_wgpu::Buffer) {
-    let pipeline = device.pipeline(AXPY, "axpy").unwrap();
+    let pipeline = device.pipeline(common::AXPY, "axpy").unwrap();
     let mut batch = device.batch();
     batch.dispatch(&pipeline, &[y, x], [4, 1, 1]).unwrap();
     device.submit(batch).unwrap();
@@ -52,7 +39,7 @@ fn axpy(device: &Device, y: &wgrad_runtime_wgpu::Buffer, x: &wgrad_runtime_wgpu:
 /// Compiles `axpy`, waits for the device, submits a long spin and returns the submit count
 /// before it (checking that the idle device got the spin at once).
 fn start_spin(device: &Device) -> u64 {
-    device.pipeline(AXPY, "axpy").unwrap();
+    device.pipeline(common::AXPY, "axpy").unwrap();
     let spin = device.pipeline(SPIN, "spin").unwrap();
     let busy = device.upload(&[0u32; SPINNERS as usize]).unwrap();
     let loops = device.upload(&[10_000_000u32]).unwrap();
@@ -111,7 +98,7 @@ fn a_second_submit_is_queued_behind_a_running_one_once_a_few_launches_wait() {
 #[test]
 fn a_recorded_batch_goes_with_the_readback_that_follows() {
     let Some(device) = common::device() else { return };
-    let axpy = device.pipeline(AXPY, "axpy").unwrap();
+    let axpy = device.pipeline(common::AXPY, "axpy").unwrap();
     let y = device.upload(&[1.0f32; 256]).unwrap();
     let x = device.upload(&[3.0f32; 256]).unwrap();
     device.sync().unwrap();
@@ -144,7 +131,7 @@ fn a_recorded_batch_goes_with_the_readback_that_follows() {
 #[test]
 fn memory_reused_from_the_pool_keeps_its_contents_for_the_work_recorded_before() {
     let Some(device) = common::device() else { return };
-    let axpy = device.pipeline(AXPY, "axpy").unwrap();
+    let axpy = device.pipeline(common::AXPY, "axpy").unwrap();
     let (y, z) = (device.upload(&[0.0f32; 256]).unwrap(), device.upload(&[0.0f32; 256]).unwrap());
     let x = device.upload(&[1.0f32; 256]).unwrap();
     let mut batch = device.batch();
@@ -165,7 +152,7 @@ fn memory_reused_from_the_pool_keeps_its_contents_for_the_work_recorded_before()
 #[test]
 fn a_batch_that_fails_to_encode_leaves_the_stream_to_run() {
     let Some(device) = common::device() else { return };
-    let axpy = device.pipeline(AXPY, "axpy").unwrap();
+    let axpy = device.pipeline(common::AXPY, "axpy").unwrap();
     let y = device.upload(&[0.0f32; 256]).unwrap();
     let x = device.upload(&[2.0f32; 256]).unwrap();
     let mut good = device.batch();
@@ -180,7 +167,7 @@ fn a_batch_that_fails_to_encode_leaves_the_stream_to_run() {
 #[test]
 fn an_error_in_work_handed_to_the_submit_thread_is_reported_by_a_later_call() {
     let Some(device) = common::device() else { return };
-    let axpy_pipeline = device.pipeline(AXPY, "axpy").unwrap();
+    let axpy_pipeline = device.pipeline(common::AXPY, "axpy").unwrap();
     let y = device.upload(&[0.0f32; 256]).unwrap();
     let x = device.upload(&[1.0f32; 256]).unwrap();
     let doomed = device.upload(&[0.0f32; 256]).unwrap();

@@ -19,3 +19,17 @@ pub fn device() -> Option<Device> {
         Err(error) => panic!("creating the wgpu device failed: {error}"),
     }
 }
+
+/// `y = 2y + x` over the elements of `y`: the kernel the loop tests launch again and again.
+pub const AXPY: &str = "
+@group(0) @binding(0) var<storage, read_write> y: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+
+@compute @workgroup_size(64)
+fn axpy(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i < arrayLength(&y)) {
+        y[i] = y[i] * 2.0 + x[i];
+    }
+}
+";
