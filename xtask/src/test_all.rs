@@ -1,5 +1,6 @@
 //! `cargo xtask test-all`: setup, formatting, clippy with warnings denied, layering, and every
-//! test of every crate, ending in one summary line (`test-all: N passed, N failed, N skipped`).
+//! test of every crate, then the build directory's size and the disk's free space, ending in
+//! one summary line (`test-all: N passed, N failed, N skipped`).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -58,6 +59,22 @@ fn step(name: &str, results: &mut Vec<(String, bool, f64)>, f: impl FnOnce() -> 
     ok
 }
 
+/// Prints the build directory's size and the disk's free space (`du`, `df`), where the
+/// machine has them: a CI link that died of a full disk (a bus error in `ld`) shows here.
+fn disk_report() {
+    println!("\n== disk");
+    let root = crate::workspace_root();
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), Into::into);
+    let du = Command::new("du").arg("-sh").arg(&target).output();
+    let df = Command::new("df").arg("-h").arg(&root).output();
+    for (tool, out) in [("du", du), ("df", df)] {
+        match out {
+            Ok(out) => print!("{}", String::from_utf8_lossy(&out.stdout)),
+            Err(e) => println!("{tool}: {e}"),
+        }
+    }
+}
+
 fn status(mut cmd: Command) -> bool {
     cmd.status().is_ok_and(|s| s.success())
 }
@@ -85,6 +102,7 @@ pub fn run() -> bool {
         counts = c;
         ok && counts.failed == 0
     });
+    disk_report();
     println!("\n== summary");
     for (name, ok, secs) in &results {
         println!("{:<28} {:<6} {secs:>7.1}s", name, if *ok { "ok" } else { "FAILED" });
