@@ -14,9 +14,9 @@
 //!    reads broadcast back over their input's shape, its own, where all reduce the same axis
 //!    of at most `row_reduce` elements (a softmax, a layer norm: codegen reduces each row
 //!    across the threads that hold it); any other reduce it reaches, or one that two kernels
-//!    reach, is realized, or rather the first value of the narrowest dtype on the chain of
-//!    elementwise ops above it that only it reads (a projection's sums plus bias, cast to
-//!    half: the half);
+//!    reach, is realized, or rather the first value of the narrowest float dtype on the
+//!    chain of elementwise ops above it that only it reads (a projection's sums plus bias,
+//!    cast to half: the half);
 //! 4. an assign whose value reads the target buffer other than element for element
 //!    realizes the value first;
 //! 5. a kernel binds at most the device's number of buffers: an op whose inputs would
@@ -298,8 +298,9 @@ impl Grouper<'_> {
 impl Grouper<'_> {
     /// What to realize of a reduce `r` a kernel may not hold: walking up through
     /// the elementwise ops each of which is the only reader of the value below it (and
-    /// reshapes that keep its elements in place), the first of the narrowest dtype; `r` when
-    /// none is narrower. A half layer's projection (float32 sums, a bias, a cast to half) then
+    /// reshapes that keep its elements in place), the first of the narrowest float dtype; `r`
+    /// when none is narrower. (Not a bool or a byte: wgpu stores those into shared words with
+    /// atomics.) A half layer's projection (float32 sums, a bias, a cast to half) then
     /// stores its halves, rounded where it stores them, instead of the sums, which the layer
     /// norm reading them would read at twice the bytes and round itself.
     fn narrowest_form(&mut self, r: &UOp, consumers: &UOpMap<Vec<UOp>>) -> UOp {
@@ -313,7 +314,8 @@ impl Grouper<'_> {
             if !keeps_elements || self.stops(next) || numel(self.shapes.of(next)) != elements {
                 break;
             }
-            if next.op() != Ops::View && next.dtype().itemsize() < best.dtype().itemsize() {
+            let narrower = next.dtype().itemsize() < best.dtype().itemsize();
+            if next.op() != Ops::View && next.dtype().is_float() && narrower {
                 best = next.clone();
             }
             at = next.clone();
