@@ -22,6 +22,7 @@
 //! 5. a kernel binds at most the device's number of buffers: an op whose inputs would
 //!    exceed it realizes its sources.
 
+use wgrad_dtype::DType;
 use wgrad_ops::{Arg, GroupOp, OpSet, Ops, UOp, UOpMap, UOpSet};
 
 use super::KernelLimits;
@@ -299,8 +300,8 @@ impl Grouper<'_> {
     /// What to realize of a reduce `r` a kernel may not hold: walking up through
     /// the elementwise ops each of which is the only reader of the value below it (and
     /// reshapes that keep its elements in place), the first of the narrowest float dtype; `r`
-    /// when none is narrower. (Not a bool or a byte: wgpu stores those into shared words with
-    /// atomics.) A half layer's projection (float32 sums, a bias, a cast to half) then
+    /// when none is narrower. (Not a bool, a byte or a bfloat16: WGSL has no such storage
+    /// type, so wgpu stores them into shared words with atomics.) A half layer's projection (float32 sums, a bias, a cast to half) then
     /// stores its halves, rounded where it stores them, instead of the sums, which the layer
     /// norm reading them would read at twice the bytes and round itself.
     fn narrowest_form(&mut self, r: &UOp, consumers: &UOpMap<Vec<UOp>>) -> UOp {
@@ -314,8 +315,9 @@ impl Grouper<'_> {
             if !keeps_elements || self.stops(next) || numel(self.shapes.of(next)) != elements {
                 break;
             }
-            let narrower = next.dtype().itemsize() < best.dtype().itemsize();
-            if next.op() != Ops::View && next.dtype().is_float() && narrower {
+            let dtype = next.dtype();
+            let stored_whole = dtype.is_float() && dtype.scalar() != DType::BF16.scalar();
+            if next.op() != Ops::View && stored_whole && dtype.itemsize() < best.dtype().itemsize() {
                 best = next.clone();
             }
             at = next.clone();

@@ -203,17 +203,18 @@ fn a_half_projection_read_by_a_layer_norm_stores_its_halves() {
     // residual layer norm after it: the product's kernel stores the rounded halves (where rows
     // reduce in place and where they do not), so the norm reads two bytes an element and
     // rounds nothing itself
-    let build = || -> Result<Tensor> {
+    let build_in = |dtype: DType| -> Result<Tensor> {
         let half = |shape: &[usize], seed| -> Result<Tensor> {
-            let t = tensor(shape, seed).cast(DType::F16);
+            let t = tensor(shape, seed).cast(dtype);
             t.realize()?;
             Ok(t)
         };
         let (x, w, bias, residual) =
             (half(&[4, 8], 0)?, half(&[8, 8], 1)?, half(&[8], 2)?, half(&[4, 8], 3)?);
-        let projected = x.matmul_dtype(&w.t()?, DType::F32)?.add(bias.float())?.cast(DType::F16);
-        Ok(projected.float().add(residual.float())?.layernorm(-1, 1e-5)?.cast(DType::F16))
+        let projected = x.matmul_dtype(&w.t()?, DType::F32)?.add(bias.float())?.cast(dtype);
+        Ok(projected.float().add(residual.float())?.layernorm(-1, 1e-5)?.cast(dtype))
     };
+    let build = || build_in(DType::F16);
     let mut results = vec![];
     for device in devices() {
         let in_place = open_device(&device).unwrap().kernel_limits().row_reduce > 0;
@@ -235,6 +236,10 @@ fn a_half_projection_read_by_a_layer_norm_stores_its_halves() {
             // where rows do not reduce in place, the norm's statistics come from a kernel of their own
             assert_eq!(reads_float, !in_place, "{device}: {last:?}");
             results.push(t.float().to_vec::<f32>().unwrap());
+            // bfloat16 has no WGSL storage type (its stores are atomics on shared words): the
+            // product stays float32
+            let bf16 = build_in(DType::BF16).unwrap().schedule(32).unwrap();
+            assert_eq!(stored(bf16.kernels()[0]), DType::F32.scalar(), "{device}");
         });
     }
     for other in &results[1..] {
