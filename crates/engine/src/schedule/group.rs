@@ -67,6 +67,8 @@ pub(crate) fn realized_target(target: &UOp, shapes: &mut Shapes) -> Option<UOp> 
 
 struct Grouper<'a> {
     topo: Vec<UOp>,
+    /// The nodes that read each node (its sources' inverse), for the whole graph.
+    consumers: UOpMap<Vec<UOp>>,
     shapes: &'a mut Shapes,
     realizes: UOpSet,
     max_buffers: usize,
@@ -156,6 +158,35 @@ impl Grouper<'_> {
         short && ShapeTracker::from_shape(&from).and_then(|c| c.expand(to)).is_ok_and(|b| b == *st)
     }
 
+    /// What to realize of a reduce `r` a kernel may not hold: walking up through the
+    /// elementwise ops each of which is the only reader of the value below it (and reshapes
+    /// that keep its elements in place), the first of the narrowest float dtype; `r` when none
+    /// is narrower. (Not a bool, a byte or a bfloat16: WGSL has no such storage type, so wgpu
+    /// stores them into shared words with atomics.) A half layer's projection (float32 sums, a
+    /// bias, a cast to half) then stores its halves, rounded where it stores them, instead of
+    /// the sums, which the layer norm reading them would read at twice the bytes and round
+    /// itself.
+    fn narrowest_form(&mut self, r: &UOp) -> UOp {
+        let elements = numel(self.shapes.of(r));
+        let (mut at, mut best) = (r.clone(), r.clone());
+        while let Some([next]) = self.consumers.get(&at).map(Vec::as_slice) {
+            let keeps_elements = match next.op() {
+                Ops::View => next.arg().as_view().is_some_and(is_identity),
+                op => GroupOp::ALU.contains(op) || op == Ops::Cast,
+            };
+            if !keeps_elements || self.stops(next) || numel(self.shapes.of(next)) != elements {
+                break;
+            }
+            let dtype = next.dtype();
+            let stored_whole = dtype.is_float() && dtype.scalar() != DType::BF16.scalar();
+            if next.op() != Ops::View && stored_whole && dtype.itemsize() < best.dtype().itemsize() {
+                best = next.clone();
+            }
+            at = next.clone();
+        }
+        best
+    }
+
     /// The reduces kernel `k` reads in place.
     fn placed(&mut self, k: &Lowered) -> Vec<UOp> {
         k.reduces.iter().filter(|(r, st)| in_place(r, st, k, self.shapes)).map(|(r, _)| r.clone()).collect()
@@ -224,12 +255,6 @@ impl Grouper<'_> {
         let mut add: Vec<UOp> = vec![];
         let roots: Vec<UOp> =
             self.topo.iter().filter(|u| self.realizes.contains(*u) && u.op() != Ops::Copy).cloned().collect();
-        let mut consumers: UOpMap<Vec<UOp>> = UOpMap::default();
-        for u in &self.topo {
-            for s in u.src() {
-                consumers.entry(s.clone()).or_default().push(u.clone());
-            }
-        }
         for root in roots {
             let mut lowered = lower_kernel(&root, &self.realizes, self.shapes)?;
             let own = self.shapes.of(&root).to_vec();
@@ -277,7 +302,7 @@ impl Grouper<'_> {
                         && (in_place(r, st, &lowered, self.shapes) || broadcasts_reduce(r, st, self.shapes))
                 };
                 if !keep || claimed {
-                    add.push(self.narrowest_form(r, &consumers));
+                    add.push(self.narrowest_form(r));
                 } else {
                     owner.insert(r.clone(), root.clone());
                 }
@@ -293,36 +318,6 @@ impl Grouper<'_> {
         }
         let changed = add.iter().fold(false, |changed, u| self.realize(u) | changed);
         Ok((changed, kernels))
-    }
-}
-
-impl Grouper<'_> {
-    /// What to realize of a reduce `r` a kernel may not hold: walking up through
-    /// the elementwise ops each of which is the only reader of the value below it (and
-    /// reshapes that keep its elements in place), the first of the narrowest float dtype; `r`
-    /// when none is narrower. (Not a bool, a byte or a bfloat16: WGSL has no such storage
-    /// type, so wgpu stores them into shared words with atomics.) A half layer's projection (float32 sums, a bias, a cast to half) then
-    /// stores its halves, rounded where it stores them, instead of the sums, which the layer
-    /// norm reading them would read at twice the bytes and round itself.
-    fn narrowest_form(&mut self, r: &UOp, consumers: &UOpMap<Vec<UOp>>) -> UOp {
-        let elements = numel(self.shapes.of(r));
-        let (mut at, mut best) = (r.clone(), r.clone());
-        while let Some([next]) = consumers.get(&at).map(Vec::as_slice) {
-            let keeps_elements = match next.op() {
-                Ops::View => next.arg().as_view().is_some_and(is_identity),
-                op => GroupOp::ALU.contains(op) || op == Ops::Cast,
-            };
-            if !keeps_elements || self.stops(next) || numel(self.shapes.of(next)) != elements {
-                break;
-            }
-            let dtype = next.dtype();
-            let stored_whole = dtype.is_float() && dtype.scalar() != DType::BF16.scalar();
-            if next.op() != Ops::View && stored_whole && dtype.itemsize() < best.dtype().itemsize() {
-                best = next.clone();
-            }
-            at = next.clone();
-        }
-        best
     }
 }
 
@@ -360,8 +355,14 @@ pub(crate) fn group(
     limits: KernelLimits,
 ) -> Result<(UOpSet, UOpMap<Lowered>), EngineError> {
     let (max_buffers, row_reduce) = (limits.max_buffers, limits.row_reduce);
-    let mut g =
-        Grouper { topo: sink.toposort(), shapes, realizes: UOpSet::default(), max_buffers, row_reduce };
+    let topo = sink.toposort();
+    let mut consumers: UOpMap<Vec<UOp>> = UOpMap::default();
+    for u in &topo {
+        for s in u.src() {
+            consumers.entry(s.clone()).or_default().push(u.clone());
+        }
+    }
+    let mut g = Grouper { topo, consumers, shapes, realizes: UOpSet::default(), max_buffers, row_reduce };
     g.forced(sink);
     loop {
         let changed = g.views() | g.buffer_limit();
