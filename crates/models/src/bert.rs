@@ -3,8 +3,9 @@
 //! over the unpadded keys, a residual layer norm, the feed-forward block and another.
 //!
 //! In float16 the weights and the activations between kernels are halves, and what PyTorch's
-//! half kernels compute in float32 inside is float32 here too: layer norms, the attention
-//! scores and softmax, the activation. Matmuls accumulate in float32 as everywhere in wgrad.
+//! half kernels compute in float32 inside is float32 here too: layer norms, the softmax, the
+//! activation. Matmuls accumulate in float32 as everywhere in wgrad; the attention scores are
+//! stored as halves, as PyTorch's eager float16 attention stores them.
 //!
 //! The embeddings are `Tensor::embedding` on the device: a one-hot reduce over the vocabulary
 //! (tinygrad's formulation), which codegen collapses into one indexed load per element.
@@ -152,7 +153,10 @@ impl BertLayer {
         let heads_first =
             |t: &Tensor| -> TensorResult<Tensor> { t.reshape(&[b, s, heads, h / heads])?.transpose(1, 2) };
         let (q, k, v) = (heads_first(&qkv[0])?, heads_first(&qkv[1])?, heads_first(&qkv[2])?);
-        let context = q.scaled_dot_product_attention(&k, &v, Some(keys), false)?;
+        // half layers store their scores as halves, as PyTorch's eager float16 BERT does: the
+        // softmax (float32 inside) reads two bytes a score instead of four (float32 layers:
+        // float32 scores)
+        let context = q.scaled_dot_product_attention_scores_in(&k, &v, Some(keys), false, dtype)?;
         // contiguous: the projection's tensor-core tile wants its rows whole, not 12 strided
         // heads; the attention stores its sums in this order already, so it copies nothing
         let context = context.transpose(1, 2)?.reshape(&[b, s, h])?.contiguous();

@@ -4,7 +4,7 @@
 use wgrad_dtype::{DType, least_upper_dtype, sum_acc_dtype};
 
 use crate::Tensor;
-use crate::error::Result;
+use crate::error::{Result, TensorError};
 
 impl Tensor {
     /// `softmax(q kᵀ / sqrt(d) + mask) v` with `self` the queries `(.., Lq, d)`, `key`
@@ -22,11 +22,32 @@ impl Tensor {
         mask: Option<&Tensor>,
         causal: bool,
     ) -> Result<Tensor> {
-        let depth = self.shape().last().copied().unwrap_or(1);
-        // scores and softmax in float32 at least (tinygrad's and PyTorch's half attention),
-        // the weights back in the query's dtype for the product with the values
         let wide = least_upper_dtype(&[self.dtype(), key.dtype(), DType::F32]);
-        let mut scores = self.matmul_dtype(&key.transpose(-2, -1)?, wide)?.div((depth as f64).sqrt())?;
+        self.scaled_dot_product_attention_scores_in(key, value, mask, causal, wide)
+    }
+
+    /// [`Tensor::scaled_dot_product_attention`] with the scaled scores rounded to `scores`
+    /// before the mask and the softmax, which still runs in float32: half queries with
+    /// `DType::F16` store their scores as halves, as PyTorch's eager half attention
+    /// (`q @ k.T` in float16) does, and the softmax reads half the bytes.
+    pub fn scaled_dot_product_attention_scores_in(
+        &self,
+        key: &Tensor,
+        value: &Tensor,
+        mask: Option<&Tensor>,
+        causal: bool,
+        scores: DType,
+    ) -> Result<Tensor> {
+        if !scores.is_float() {
+            let why = format!("the scores' dtype must be a float, got {scores}");
+            return Err(TensorError::Argument { op: "scaled_dot_product_attention", why });
+        }
+        let depth = self.shape().last().copied().unwrap_or(1);
+        // products summed in float32 at least (tinygrad's and PyTorch's half attention), the
+        // weights back in the query's dtype for the product with the values
+        let wide = least_upper_dtype(&[self.dtype(), key.dtype(), DType::F32]);
+        let product = self.matmul_dtype(&key.transpose(-2, -1)?, wide)?;
+        let mut scores = product.div((depth as f64).sqrt())?.cast(scores);
         scores = match mask {
             Some(m) if m.dtype() == DType::BOOL => m.where_(&scores, f64::NEG_INFINITY)?,
             Some(m) => scores.add(m)?,
@@ -39,7 +60,7 @@ impl Tensor {
             let visible = all.tril(0)?;
             scores = visible.where_(&scores, f64::NEG_INFINITY)?;
         }
-        let weights = scores.softmax(-1)?.cast(self.dtype());
+        let weights = scores.cast(wide).softmax(-1)?.cast(self.dtype());
         let (n, m) = (weights.ndim(), value.ndim());
         if n < 3 || m < 3 || value.shape()[m - 2] != weights.shape()[n - 1] {
             return weights.matmul(value);

@@ -134,6 +134,14 @@ fn half_attention_scores_and_softmax_in_float32() {
         let scores = q.matmul_dtype(&k.transpose(-2, -1).unwrap(), DType::F32).unwrap();
         assert_eq!(vals(&scores), [2048.0, 2049.0]);
         assert_eq!(vals(&q.matmul(&k.transpose(-2, -1).unwrap()).unwrap().float()), [2048.0, 2048.0]);
+        // scores stored as halves: 1024.5 rounds to 1024 (a tie, to even), the weights are even
+        let stored = q.scaled_dot_product_attention_scores_in(&k, &v, None, false, DType::F16).unwrap();
+        assert_eq!(stored.dtype(), DType::F16);
+        close(&vals(&stored.float()), &[0.5], 1e-3);
+        let same = q.scaled_dot_product_attention_scores_in(&k, &v, None, false, DType::F32).unwrap();
+        close(&vals(&same.float()), &[want], 2e-3);
+        let err = q.scaled_dot_product_attention_scores_in(&k, &v, None, false, DType::I32).unwrap_err();
+        assert!(err.to_string().contains("must be a float"), "{err}");
     });
 }
 

@@ -252,6 +252,28 @@ fn a_half_projection_read_by_a_layer_norm_stores_its_halves() {
 }
 
 #[test]
+fn half_attention_scores_stored_as_halves_reach_the_softmax_as_halves() {
+    // scores summed in float32, scaled and rounded to half: their kernel stores the halves and
+    // the softmax reads no float32 buffer
+    for device in devices() {
+        with_default_device(&device, || {
+            let [q, k, v] = [0, 1, 2].map(|seed| tensor(&[1, 2, 4, 8], seed).cast(DType::F16));
+            let out = q.scaled_dot_product_attention_scores_in(&k, &v, None, false, DType::F16).unwrap();
+            let schedule = out.schedule(32).unwrap();
+            let scores = schedule.kernels()[0];
+            let store = scores.toposort().into_iter().find(|u| u.op() == Ops::Store).expect("a store");
+            assert_eq!(store.src()[0].dtype().scalar(), DType::F16.scalar(), "{device}: {scores:?}");
+            let reads_float = |k: &wgrad_ops::UOp| {
+                k.toposort()
+                    .into_iter()
+                    .any(|u| u.op() == Ops::Load && u.dtype().scalar() == DType::F32.scalar())
+            };
+            assert!(!reads_float(schedule.kernels()[1]), "{device}: {:?}", schedule.kernels()[1]);
+        });
+    }
+}
+
+#[test]
 fn matmul_bias_relu_is_one_kernel() {
     let host = || {
         let (a, w, b) = (data(32, 0), data(128, 1), data(16, 2));
