@@ -118,7 +118,7 @@ pub fn lower(k: &Kernel) -> Result<UOp, LowerError> {
         subgroups,
         fu,
         upcast_sizes,
-        memo: HashMap::new(),
+        memo: Memo::default(),
         overrides: HashMap::new(),
         nested: Rc::new(Nested {
             reduces: nested_reduces(&ast),
@@ -351,6 +351,24 @@ pub(crate) struct Nested {
     spans: RefCell<HashMap<(UOp, usize), UOp>>,
 }
 
+/// Lowered values by node, lane and the loops they were lowered in, shared by a lowerer and
+/// those derived from it (for nested reduces and reduces over output axes): a reduce met
+/// again in the same loops, from another lane of its consumer, is the value lowered before
+/// instead of its whole source lowered again (an unrolled layer norm's nested mean was
+/// lowered once per lane of each reduce around it: 1.5M lowerings for 2.5k nodes).
+type Memo = Rc<RefCell<HashMap<MemoKey, UOp>>>;
+
+/// What a lowered value depends on besides the kernel: the node, its lane, and the lowerer's
+/// loops and own reduce.
+#[derive(PartialEq, Eq, Hash)]
+struct MemoKey {
+    node: UOp,
+    lane: Vec<i64>,
+    idxs: Vec<UOp>,
+    ridxs: Vec<UOp>,
+    own: Option<UOp>,
+}
+
 /// The subgroup builtins of a kernel whose grouped-reduce partials go through subgroups.
 #[derive(Clone)]
 pub(crate) struct Subgroups {
@@ -374,7 +392,8 @@ pub(crate) struct Lowerer {
     pub(crate) fu: usize,
     /// The size of every upcast axis.
     pub(crate) upcast_sizes: Vec<i64>,
-    memo: HashMap<(UOp, Vec<i64>), UOp>,
+    /// Lowered values, shared with the lowerers derived from this one.
+    memo: Memo,
     /// Kernel-AST nodes lowered to a given value instead (a tensor-core reduce's result).
     pub(crate) overrides: HashMap<UOp, UOp>,
     /// The kernel's nested reduces, shared by the lowerers of their loops.
@@ -426,7 +445,7 @@ impl Lowerer {
             subgroups: None,
             fu,
             upcast_sizes: vec![],
-            memo: HashMap::new(),
+            memo: Memo::default(),
             overrides,
             nested: self.nested.clone(),
             own: None,
@@ -456,7 +475,7 @@ impl Lowerer {
     }
 
     /// A lowerer over the same kernel and lanes with these indices and this reduce of its own,
-    /// and a memo of its own.
+    /// sharing this one's memo.
     fn derived(&self, idxs: Vec<UOp>, ridxs: Vec<UOp>, own: Option<UOp>) -> Lowerer {
         Lowerer {
             idxs,
@@ -464,7 +483,7 @@ impl Lowerer {
             subgroups: self.subgroups.clone(),
             fu: self.fu,
             upcast_sizes: self.upcast_sizes.clone(),
-            memo: HashMap::new(),
+            memo: self.memo.clone(),
             overrides: self.overrides.clone(),
             nested: self.nested.clone(),
             own,
@@ -506,8 +525,14 @@ impl Lowerer {
         if let Some(v) = self.overrides.get(u) {
             return Ok(v.clone());
         }
-        let key = (u.clone(), lane.to_vec());
-        if let Some(done) = self.memo.get(&key) {
+        let key = MemoKey {
+            node: u.clone(),
+            lane: lane.to_vec(),
+            idxs: self.idxs.clone(),
+            ridxs: self.ridxs.clone(),
+            own: self.own.clone(),
+        };
+        if let Some(done) = self.memo.borrow().get(&key) {
             return Ok(done.clone());
         }
         let ret = match u.op() {
@@ -532,7 +557,7 @@ impl Lowerer {
                 u.with_src(src)
             }
         };
-        self.memo.insert(key, ret.clone());
+        self.memo.borrow_mut().insert(key, ret.clone());
         Ok(ret)
     }
 
