@@ -71,19 +71,15 @@ impl Dense {
     /// The layer of `weight` `(out, in)` and `bias` `(out,)`.
     fn new(weight: Tensor, bias: Tensor) -> Result<Dense> {
         let widens = weight.shape()[0] > weight.shape().get(1).copied().unwrap_or(0);
-        let columns = match weight.dtype() {
+        let keeps_copy = match weight.dtype() {
             DType::F32 => true,
             DType::F16 => widens,
             _ => false,
         };
-        let columns = match columns {
-            true => {
-                let columns = weight.t()?.contiguous();
-                columns.realize()?;
-                Some(columns)
-            }
-            false => None,
-        };
+        let columns = keeps_copy.then(|| weight.t()).transpose()?.map(|t| t.contiguous());
+        if let Some(columns) = &columns {
+            columns.realize()?;
+        }
         Ok(Dense { weight, columns, bias })
     }
 

@@ -197,6 +197,17 @@ fn layernorm_is_one_kernel_where_rows_reduce_in_place() {
     check_rows(1, 2, || tensor(&[4, 8], 0).layernorm(-1, 1e-5), host);
 }
 
+/// The scalar dtype of the value a kernel AST's first store writes.
+fn stored(k: &wgrad_ops::UOp) -> wgrad_dtype::ScalarType {
+    let store = k.toposort().into_iter().find(|u| u.op() == Ops::Store).expect("a store");
+    store.src()[0].dtype().scalar()
+}
+
+/// Whether a kernel AST loads any float32 buffer.
+fn reads_float(k: &wgrad_ops::UOp) -> bool {
+    k.toposort().into_iter().any(|u| u.op() == Ops::Load && u.dtype().scalar() == DType::F32.scalar())
+}
+
 #[test]
 fn a_half_projection_read_by_a_layer_norm_stores_its_halves() {
     // a float16 layer's output projection (float32 sums, a bias, rounded to half) and the
@@ -222,19 +233,11 @@ fn a_half_projection_read_by_a_layer_norm_stores_its_halves() {
             let t = build().unwrap();
             let schedule = t.schedule(32).unwrap();
             assert_eq!(schedule.kernel_count(), if in_place { 2 } else { 3 }, "{device}");
-            let stored = |k: &wgrad_ops::UOp| {
-                let store = k.toposort().into_iter().find(|u| u.op() == Ops::Store).expect("a store");
-                store.src()[0].dtype().scalar()
-            };
             let product = &schedule.kernels()[0];
             assert_eq!(stored(product), DType::F16.scalar(), "{device}: {product:?}");
             let last = schedule.kernels().last().cloned().unwrap();
-            let reads_float = last
-                .toposort()
-                .into_iter()
-                .any(|u| u.op() == Ops::Load && u.dtype().scalar() == DType::F32.scalar());
             // where rows do not reduce in place, the norm's statistics come from a kernel of their own
-            assert_eq!(reads_float, !in_place, "{device}: {last:?}");
+            assert_eq!(reads_float(last), !in_place, "{device}: {last:?}");
             results.push(t.float().to_vec::<f32>().unwrap());
             // bfloat16 has no WGSL storage type (its stores are atomics on shared words): the
             // product stays float32
@@ -261,13 +264,7 @@ fn half_attention_scores_stored_as_halves_reach_the_softmax_as_halves() {
             let out = q.scaled_dot_product_attention_scores_in(&k, &v, None, false, DType::F16).unwrap();
             let schedule = out.schedule(32).unwrap();
             let scores = schedule.kernels()[0];
-            let store = scores.toposort().into_iter().find(|u| u.op() == Ops::Store).expect("a store");
-            assert_eq!(store.src()[0].dtype().scalar(), DType::F16.scalar(), "{device}: {scores:?}");
-            let reads_float = |k: &wgrad_ops::UOp| {
-                k.toposort()
-                    .into_iter()
-                    .any(|u| u.op() == Ops::Load && u.dtype().scalar() == DType::F32.scalar())
-            };
+            assert_eq!(stored(scores), DType::F16.scalar(), "{device}: {scores:?}");
             assert!(!reads_float(schedule.kernels()[1]), "{device}: {:?}", schedule.kernels()[1]);
         });
     }
