@@ -70,7 +70,7 @@ pub use estimate::{Estimate, estimate};
 pub use graph::{UOpMap, UOpSet};
 pub use intern::{FxBuild, FxHasher, live_uops};
 pub use matcher::{PatternMatcher, Rule};
-pub use ops::{GroupOp, NUM_SUBGROUPS, OpSet, Ops, SUBGROUP_ID, SUBGROUP_LANE};
+pub use ops::{GroupOp, NUM_SUBGROUPS, OpSet, Ops, SUBGROUP_BARRIER, SUBGROUP_ID, SUBGROUP_LANE};
 pub use print::print_uops;
 pub use rewrite::{graph_rewrite, graph_rewrite_top_down};
 pub use spec::{SpecViolation, coop_side, verify, verify_uops};

@@ -127,7 +127,9 @@ pub enum Ops {
     If,
     /// Closes the `If` in `src[0]`.
     EndIf,
-    /// Workgroup barrier.
+    /// Workgroup barrier; arg [`crate::Arg::Str`] of [`SUBGROUP_BARRIER`] when only the
+    /// invocations of one subgroup need to meet (what a subgroup wrote to workgroup memory,
+    /// only its own invocations read).
     Barrier,
     /// A hardware index (`gidx0`, `lidx1`) or subgroup builtin ([`SUBGROUP_ID`],
     /// [`SUBGROUP_LANE`], [`NUM_SUBGROUPS`]): arg [`crate::Arg::Special`] (name, size), the
@@ -172,6 +174,8 @@ pub enum Ops {
     SubgroupReduce,
 }
 
+/// The arg of a `Barrier` among the invocations of one subgroup (`subgroupBarrier`).
+pub const SUBGROUP_BARRIER: &str = "subgroup";
 /// The `Special` naming this invocation's subgroup within its workgroup (`subgroup_id`).
 pub const SUBGROUP_ID: &str = "sgid";
 /// The `Special` naming this invocation within its subgroup (`subgroup_invocation_id`).

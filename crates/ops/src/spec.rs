@@ -127,6 +127,11 @@ fn check(u: &UOp) -> Result<(), SpecViolation> {
             source_is(u, 0, dt)
         }
         Ops::Special => arg(matches!(u.arg(), Arg::Special(..)), u, "(name, size)"),
+        Ops::Barrier => arg(
+            matches!(u.arg(), Arg::None) || matches!(u.arg(), Arg::Str(s) if &**s == crate::SUBGROUP_BARRIER),
+            u,
+            "none, or the subgroup scope",
+        ),
         Ops::SubgroupReduce => {
             arity(u, |k| k == 1, "1")?;
             source_is(u, 0, dt)?;

@@ -13,6 +13,9 @@ pub struct WgslCaps {
     /// Subgroup builtins and operations work (wgpu's `SUBGROUP`); without it a kernel that
     /// combines values in subgroups is refused.
     pub subgroups: bool,
+    /// `subgroupBarrier()` works (wgpu's `SUBGROUP_BARRIER`): a barrier among one subgroup's
+    /// invocations renders as one; without it, as `workgroupBarrier()`.
+    pub subgroup_barrier: bool,
     /// Where `f16(x)` of an f32 is known to round to the nearest even f16 on this device (WGSL
     /// lets it pick either neighbour; the runtime probes it): there f16 results convert
     /// natively instead of through the `round_f16` helper.

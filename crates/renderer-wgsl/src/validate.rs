@@ -16,6 +16,7 @@ pub fn validate(source: &str, caps: &WgslCaps) -> Result<(), RenderError> {
     capabilities.set(Capabilities::SHADER_INT64, caps.int64);
     capabilities.set(Capabilities::COOPERATIVE_MATRIX, caps.cooperative_matrix);
     capabilities.set(Capabilities::SUBGROUP, caps.subgroups);
+    capabilities.set(Capabilities::SUBGROUP_BARRIER, caps.subgroup_barrier);
     Validator::new(ValidationFlags::all(), capabilities)
         .validate(&module)
         .map_err(|e| RenderError::Invalid(e.emit_to_string(source)))?;

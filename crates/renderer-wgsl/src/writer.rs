@@ -12,7 +12,10 @@ use std::fmt::Write;
 
 use wgrad_codegen::{BufferArg, Program};
 use wgrad_dtype::{ConstValue, DType};
-use wgrad_ops::{Arg, GroupOp, NUM_SUBGROUPS, Ops, SUBGROUP_ID, SUBGROUP_LANE, UOp, UOpMap, UOpSet, bitcast};
+use wgrad_ops::{
+    Arg, GroupOp, NUM_SUBGROUPS, Ops, SUBGROUP_BARRIER, SUBGROUP_ID, SUBGROUP_LANE, UOp, UOpMap, UOpSet,
+    bitcast,
+};
 
 use crate::alu::Value;
 use crate::helpers::{Helper, Helpers};
@@ -263,7 +266,13 @@ impl<'a> Writer<'a> {
             }
             Ops::Load => self.load(index, u)?,
             Ops::Store => self.store(index, u)?,
-            Ops::Barrier => self.line("workgroupBarrier();"),
+            Ops::Barrier => {
+                let subgroup = matches!(u.arg(), Arg::Str(s) if &**s == SUBGROUP_BARRIER);
+                self.line(match subgroup && self.caps.subgroup_barrier {
+                    true => "subgroupBarrier();",
+                    false => "workgroupBarrier();",
+                });
+            }
             Ops::SubgroupReduce => self.subgroup_reduce(index, u)?,
             Ops::Vectorize => {
                 let lanes =

@@ -327,6 +327,35 @@ fn tensor_core_tiles_staged_in_workgroup_memory() {
 }
 
 #[test]
+fn tensor_core_epilogue_waits_for_its_own_subgroup_only() {
+    // each subgroup finishes its tiles through its own part of workgroup memory: the
+    // epilogue's barriers are subgroup barriers where the device has them, while the staged
+    // copies, which every subgroup reads, keep workgroup barriers
+    let opts = || {
+        vec![
+            Opt::new(OptOps::Tc, 0, 0),
+            Opt::new(OptOps::Local, 0, 2),
+            Opt::new(OptOps::Local, 1, 2),
+            Opt::new(OptOps::Unroll, 0, 2),
+        ]
+    };
+    let source = tensor_core_wgsl_with(DType::F32, &COOP, opts()).expect("renders");
+    let (main_loop, epilogue) = source.split_once("coopStoreT(").expect("a tile store");
+    assert!(
+        main_loop.contains("workgroupBarrier();") && !main_loop.contains("subgroupBarrier();"),
+        "{source}"
+    );
+    assert!(epilogue.contains("subgroupBarrier();") && !epilogue.contains("workgroupBarrier();"), "{source}");
+    let without = WgslCaps { subgroup_barrier: false, ..COOP };
+    let source = tensor_core_wgsl_with(DType::F32, &without, opts()).expect("renders");
+    assert!(!source.contains("subgroupBarrier"), "no subgroup barriers without the feature:\n{source}");
+    assert_eq!(
+        source.matches("workgroupBarrier();").count(),
+        main_loop.matches("Barrier();").count() + epilogue.matches("Barrier();").count()
+    );
+}
+
+#[test]
 fn tensor_core_epilogue_loads_its_bias_once_the_tiles_are_done() {
     // `x @ W + b` in halves: the bias loads of every tile's round are issued together after
     // the first tile's store, not each between the barriers of its own round

@@ -122,6 +122,8 @@ pub struct DeviceFeatures {
     pub int64: bool,
     /// Subgroup built-ins and operations work in WGSL (`SUBGROUP`).
     pub subgroups: bool,
+    /// `subgroupBarrier()` works in WGSL (`SUBGROUP_BARRIER`).
+    pub subgroup_barrier: bool,
     /// Compute passes can write timestamps, so per-dispatch GPU times are available
     /// (`TIMESTAMP_QUERY`).
     pub timestamps: bool,
@@ -135,6 +137,7 @@ impl DeviceFeatures {
     pub(crate) const WANTED: wgpu::Features = wgpu::Features::SHADER_F16
         .union(wgpu::Features::SHADER_INT64)
         .union(wgpu::Features::SUBGROUP)
+        .union(wgpu::Features::SUBGROUP_BARRIER)
         .union(wgpu::Features::TIMESTAMP_QUERY);
 
     /// Reads the flags back from a device's feature set.
@@ -143,6 +146,7 @@ impl DeviceFeatures {
             f16: features.contains(wgpu::Features::SHADER_F16),
             int64: features.contains(wgpu::Features::SHADER_INT64),
             subgroups: features.contains(wgpu::Features::SUBGROUP),
+            subgroup_barrier: features.contains(wgpu::Features::SUBGROUP_BARRIER),
             timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY),
             cooperative_matrix: features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX),
         }

@@ -66,6 +66,7 @@ impl Device {
             int64: self.features().int64,
             cooperative_matrix: self.features().cooperative_matrix,
             subgroups: self.features().subgroups,
+            subgroup_barrier: self.features().subgroup_barrier,
             f16_rounding: self.f16_rounding(),
             max_workgroups_per_dim: self.limits().max_workgroups_per_dimension,
         }

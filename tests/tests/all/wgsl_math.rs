@@ -24,6 +24,7 @@ fn caps(device: &Device, f16: bool, int64: bool) -> WgslCaps {
         int64: int64 && device.features().int64,
         cooperative_matrix: device.features().cooperative_matrix,
         subgroups: device.features().subgroups,
+        subgroup_barrier: device.features().subgroup_barrier,
         f16_rounding: device.f16_rounding(),
         max_workgroups_per_dim: device.limits().max_workgroups_per_dimension,
     }

@@ -1,7 +1,7 @@
 //! The verifier accepts well-typed graphs and names the offending node of bad ones.
 
 use wgrad_dtype::DType;
-use wgrad_ops::{Arg, Ops, OpsError, SpecViolation, UOp, verify};
+use wgrad_ops::{Arg, Ops, OpsError, SUBGROUP_BARRIER, SpecViolation, UOp, verify};
 
 fn bad(u: &UOp) -> (usize, UOp, SpecViolation) {
     match verify(u) {
@@ -83,6 +83,11 @@ fn arity_and_args() {
     assert!(matches!(bad(&r).2, SpecViolation::Arg { .. }));
     let s = UOp::new(Ops::Special, DType::I32, [], Arg::Int(3));
     assert!(matches!(bad(&s).2, SpecViolation::Arg { .. }));
+    // a barrier is a workgroup's (no arg) or a subgroup's
+    let scoped = |arg: Arg| UOp::new(Ops::Barrier, DType::VOID, [], arg);
+    assert!(verify(&scoped(Arg::None)).is_ok());
+    assert!(verify(&scoped(Arg::Str(SUBGROUP_BARRIER.into()))).is_ok());
+    assert!(matches!(bad(&scoped(Arg::Str("device".into()))).2, SpecViolation::Arg { .. }));
 }
 
 #[test]

@@ -16,6 +16,7 @@ pub const FULL: WgslCaps = WgslCaps {
     int64: true,
     cooperative_matrix: false,
     subgroups: true,
+    subgroup_barrier: true,
     f16_rounding: F16Rounding::Software,
     max_workgroups_per_dim: 65535,
 };
@@ -27,6 +28,7 @@ pub const BARE: WgslCaps = WgslCaps {
     int64: false,
     cooperative_matrix: false,
     subgroups: false,
+    subgroup_barrier: false,
     f16_rounding: F16Rounding::Software,
     max_workgroups_per_dim: 65535,
 };

@@ -160,6 +160,44 @@ fn a_half_linear_rounds_once() {
 }
 
 #[test]
+fn half_linear_layers_with_an_epilogue_match_a_host_reference() {
+    // GELU(x @ W + b) in halves, the weight stored (in, out) and (out, in): on a GPU with
+    // tensor cores these are tiled kernels whose epilogue (bias, GELU, rounding) each subgroup
+    // runs on its own tiles; elsewhere plain kernels; both must give the rounded reference
+    let (rows, inputs, outputs) = (128, 384, 128);
+    let half =
+        |shape: &[usize], seed: u64| Tensor::rand(shape, seed).unwrap().sub(0.5).unwrap().cast(DType::F16);
+    each_device(|| {
+        let (x, w, b) = (half(&[2, rows / 2, inputs], 1), half(&[outputs, inputs], 2), half(&[outputs], 3));
+        Tensor::realize_all(&[&x, &w, &b]).unwrap();
+        let [xs, ws, bs] = [&x, &w, &b].map(|t| vals(&t.float()));
+        let gelu = |v: f64| {
+            0.5 * v * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (v + 0.044715 * v.powi(3))).tanh())
+        };
+        let want: Vec<f64> = (0..rows * outputs)
+            .map(|i| {
+                let (r, o) = (i / outputs, i % outputs);
+                let dot: f64 =
+                    (0..inputs).map(|k| f64::from(xs[r * inputs + k]) * f64::from(ws[o * inputs + k])).sum();
+                gelu(dot + f64::from(bs[o]))
+            })
+            .collect();
+        let (t_in_out, t_out_in) = (w.transpose(0, 1).unwrap().contiguous(), w.transpose(0, 1).unwrap());
+        for weight in [t_in_out, t_out_in] {
+            let y = x.linear(&weight, Some(&b)).unwrap().gelu();
+            assert_eq!(y.dtype(), DType::F16);
+            let got = vals(&y.float());
+            let worst = got
+                .iter()
+                .zip(&want)
+                .map(|(&g, &w)| (f64::from(g) - w).abs() / (1.0 + w.abs()))
+                .fold(0.0, f64::max);
+            assert!(worst < 4e-3, "off by {worst} (relative to 1 + |want|)");
+        }
+    });
+}
+
+#[test]
 fn random_numbers_are_seeded_and_the_same_on_every_device() {
     let draw = || {
         let u = vals(&Tensor::rand(&[1000], 7).unwrap());
