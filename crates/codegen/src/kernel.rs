@@ -256,10 +256,6 @@ impl Kernel {
     /// counts a workgroup of 125 as 15 subgroups of 8 and loses the last 5 partials), and every
     /// reduce is an `Add`, `Max` or `Mul` of 32-bit values.
     pub fn subgroup_partials(&self) -> bool {
-        let fits = |r: &UOp| {
-            matches!(r.arg(), Arg::ReduceAxis(Ops::Add | Ops::Max | Ops::Mul, _))
-                && [DType::F32, DType::I32, DType::U32].contains(&r.dtype())
-        };
         let whole_subgroups = match (self.group_for_reduces, self.target.subgroup_size) {
             (0, Some(_)) => true,
             (1, Some(size)) => self.full_shape()[self.first_reduce()]
@@ -267,11 +263,40 @@ impl Kernel {
                 .is_some_and(|g| (g as usize).is_multiple_of(size)),
             _ => false,
         };
+        self.partials_fit_subgroups() && whole_subgroups && self.local_dims == 0
+    }
+
+    /// Whether the partials of reduces that span the kernel's one local axis (a row split over
+    /// a workgroup's threads, as `heuristic/rows.rs` plans it) are combined in subgroups first,
+    /// as [`Kernel::subgroup_partials`] does for a grouped reduce: the workgroup is that axis
+    /// alone and a whole number of subgroups, and every reduce spans it. A row of 8192 then
+    /// reads 8 partials back per reduce instead of 256.
+    pub fn row_subgroup_partials(&self) -> bool {
+        let gd = self.global_dims();
+        let whole_subgroups = |size: usize| {
+            self.full_shape()
+                .get(gd)
+                .and_then(Sint::as_int)
+                .is_some_and(|n| (n as usize).is_multiple_of(size))
+        };
+        self.partials_fit_subgroups()
+            && self.group_for_reduces == 0
+            && self.local_dims == 1
+            && self.target.subgroup_size.is_some_and(whole_subgroups)
+            && !self.reduceops.is_empty()
+            && (0..self.reduceops.len()).all(|r| self.reduced_axes(r, gd..gd + 1) == [gd])
+    }
+
+    /// What subgroup partials need of the target and the reduces: subgroup ops and workgroups,
+    /// and every reduce an `Add`, `Max` or `Mul` of 32-bit values.
+    fn partials_fit_subgroups(&self) -> bool {
+        let fits = |r: &UOp| {
+            matches!(r.arg(), Arg::ReduceAxis(Ops::Add | Ops::Max | Ops::Mul, _))
+                && [DType::F32, DType::I32, DType::U32].contains(&r.dtype())
+        };
         self.target.subgroup_ops
             && self.target.has_local
             && !self.dont_use_locals
-            && whole_subgroups
-            && self.local_dims == 0
             && self.reduceops.iter().all(fits)
     }
 

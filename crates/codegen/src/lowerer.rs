@@ -99,18 +99,25 @@ pub fn lower(k: &Kernel) -> Result<UOp, LowerError> {
         .enumerate()
         .map(|(i, s)| s.as_int().ok_or(LowerError::SymbolicUpcast { axis: fu + i, size: s.to_string() }))
         .collect::<Result<Vec<i64>, _>>()?;
-    // a grouped reduce's partials combined in each subgroup (`SubgroupReduce`), stored by one
-    // invocation of it at its `subgroup_id`, and `num_subgroups` of them read back
-    let grouped = k.subgroup_partials() && k.group_for_reduces() == 1;
-    let subgroups = match (grouped, full.get(k.first_reduce()).and_then(Sint::as_int)) {
-        (true, Some(group)) => Some(Subgroups {
+    // a grouped reduce's partials (or a row's, split over the workgroup's one local axis)
+    // combined in each subgroup (`SubgroupReduce`), stored by one invocation of it at its
+    // `subgroup_id`, and `num_subgroups` of them read back
+    let partials = match k.group_for_reduces() {
+        1 if k.subgroup_partials() => Some(k.first_reduce()),
+        0 if k.row_subgroup_partials() => Some(k.global_dims()),
+        _ => None,
+    };
+    let subgroups = partials.and_then(|axis| {
+        let group = full.get(axis).and_then(Sint::as_int)?;
+        Some(Subgroups {
+            axis,
             id: UOp::special(SUBGROUP_ID, group),
             lane: UOp::special(SUBGROUP_LANE, group),
             count: UOp::special(NUM_SUBGROUPS, group + 1),
-        }),
-        _ => None,
-    };
-    let (idxs, ridxs) = loop_indices(k, subgroups.as_ref().map(|s| &s.count))?;
+        })
+    });
+    let grouped = subgroups.as_ref().filter(|s| s.axis == k.first_reduce());
+    let (idxs, ridxs) = loop_indices(k, grouped.map(|s| &s.count))?;
     let ast = k.get_optimized_ast();
     let mut lw = Lowerer {
         idxs,
@@ -372,6 +379,9 @@ struct MemoKey {
 /// The subgroup builtins of a kernel whose grouped-reduce partials go through subgroups.
 #[derive(Clone)]
 pub(crate) struct Subgroups {
+    /// The axis whose partials they combine: the grouped reduce axis, or the local axis a
+    /// row's reduces span.
+    axis: usize,
     /// `subgroup_id`: where the subgroup's partial goes in workgroup memory.
     id: UOp,
     /// `subgroup_invocation_id`: lane 0 stores the subgroup's partial.
@@ -509,9 +519,17 @@ impl Lowerer {
     fn span(&mut self, r: &UOp, a: usize) -> UOp {
         let mut spans = self.nested.spans.borrow_mut();
         let count = spans.len();
+        // a local axis whose partials were combined in subgroups reads back one per subgroup
+        let partials = self.subgroups.as_ref().filter(|s| s.axis == a).map(|s| s.count.clone());
         let range = spans
             .entry((r.clone(), a))
-            .or_insert_with(|| range(&self.sizes[a], 10_000 * (count + 1) + 2000 + a))
+            .or_insert_with(|| {
+                let id = 10_000 * (count + 1) + 2000 + a;
+                match partials {
+                    Some(n) => UOp::range(&n, id as i64),
+                    None => range(&self.sizes[a], id),
+                }
+            })
             .clone();
         drop(spans);
         if a < self.global_dims {
@@ -625,7 +643,7 @@ impl Lowerer {
         let Arg::ReduceAxis(op, _) = u.src()[2].arg() else { return Err(unexpected(u)) };
         let combined = UOp::new(Ops::SubgroupReduce, value.dtype(), [value], Arg::Op(*op));
         let mut idxs = self.idxs.clone();
-        idxs[self.first_reduce] = sg.id.clone();
+        idxs[sg.axis] = sg.id.clone();
         let index = self.index(&u.src()[0], &u.src()[1], &idxs, lane, Some(sg.lane.cmp_eq(0)))?;
         Ok(UOp::store([index, combined]))
     }

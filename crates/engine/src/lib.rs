@@ -32,5 +32,7 @@ pub use jit::{Capture, CapturedJit, JitError, JitInput, capture};
 pub use memory::MemoryPlan;
 pub use realize::{Realization, prepare, realize};
 pub use realized::resolve;
-pub use schedule::{ItemKind, KernelLimits, ROW_REDUCE, Schedule, ScheduleItem, schedule_with};
+pub use schedule::{
+    ItemKind, KernelLimits, LONG_ROW_MULTIPLE, LONG_ROWS, ROW_REDUCE, Schedule, ScheduleItem, schedule_with,
+};
 pub use shapes::{Shapes, numel};

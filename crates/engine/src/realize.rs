@@ -25,11 +25,9 @@ pub struct Realization {
 
 /// The schedule of `targets` (lazy UOps) on their devices, not run yet.
 pub fn prepare(targets: &[UOp]) -> Result<Realization, EngineError> {
-    let mut limits = KernelLimits::new(usize::MAX, true);
+    let mut limits = KernelLimits::UNLIMITED;
     for t in targets {
-        let device = open_device(&device_of(t)?)?.kernel_limits();
-        limits.max_buffers = limits.max_buffers.min(device.max_buffers);
-        limits.row_reduce = limits.row_reduce.min(device.row_reduce);
+        limits = limits.min(open_device(&device_of(t)?)?.kernel_limits());
     }
     let schedule = schedule_with(targets, limits)?;
     if flags::debug() >= 1 && schedule.kernel_count() > 0 {

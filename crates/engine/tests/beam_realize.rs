@@ -19,7 +19,7 @@ fn matmul(x: &UOp, w: &UOp, n: usize, d: usize) -> UOp {
 
 /// The kernel ASTs of `y`'s schedule.
 fn kernels(y: &UOp) -> Vec<UOp> {
-    let schedule = schedule_with(std::slice::from_ref(y), KernelLimits::new(32, true)).unwrap();
+    let schedule = schedule_with(std::slice::from_ref(y), KernelLimits::new(32, true, false)).unwrap();
     schedule
         .items
         .iter()

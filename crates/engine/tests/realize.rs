@@ -77,6 +77,7 @@ fn a_result_computed_before_an_assign_is_not_reused_after_it() {
 fn assigning_to_a_view_is_refused() {
     let w = tensor(&[1., 2., 3., 4.], &[4]);
     let part = lazy::shrink(&w, &[(1, 3)]);
-    let err = schedule_with(&[lazy::assign(&part, &(&part + &part))], KernelLimits::new(32, true)).err();
+    let err =
+        schedule_with(&[lazy::assign(&part, &(&part + &part))], KernelLimits::new(32, true, false)).err();
     assert!(matches!(err, Some(EngineError::AssignTarget)), "{err:?}");
 }

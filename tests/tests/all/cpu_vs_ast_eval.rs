@@ -230,6 +230,37 @@ fn softmax_case(rows: usize, cols: usize) -> Case {
 }
 
 #[test]
+fn long_rows_combine_their_partials_in_subgroups() {
+    // rows of 128 over a workgroup of 4 threads of 32 values each, two subgroups of 2 (small,
+    // for the evaluator; an H200 takes rows of 8192 as 256 threads): where the target has
+    // subgroup ops, each subgroup combines its partials and one per subgroup meets in
+    // workgroup memory, the row's workgroup its own; elsewhere rows share a workgroup and
+    // every thread reads its row's 4 partials back
+    let case = softmax_case(2, 128);
+    let inputs = case.inputs(&mut Rng(9));
+    let pairs = Target { subgroup_size: Some(2), ..Target::generic_gpu() };
+    let subgroups = Target { subgroup_ops: true, ..pairs.clone() };
+    for (target, combined, workgroup) in [(&subgroups, true, (4, 1)), (&pairs, false, (8, 2))] {
+        let (k, program) = compile(&case.ast, target, &OptMode::Heuristic, "k").expect("the plan compiles");
+        assert_eq!((k.local_size(), k.local_dims()), workgroup, "{}", k.describe_opts());
+        assert_eq!(k.row_subgroup_partials(), combined, "{}", k.describe_opts());
+        let reduced = program.uops.iter().filter(|u| u.op() == Ops::SubgroupReduce).count();
+        assert_eq!(reduced, if combined { 2 } else { 0 }, "{program}");
+        check_on(target, &case, &OptMode::Heuristic, &inputs, &format!("4096-wide rows on {}", target.name));
+    }
+    // a workgroup holding two rows' threads keeps its partials per invocation
+    let two_rows = OptMode::Given(vec![
+        Opt::new(OptOps::Upcast, 1, 4),
+        Opt::new(OptOps::Local, 1, 4),
+        Opt::new(OptOps::Local, 0, 2),
+        Opt::new(OptOps::Upcast, 1, 0),
+    ]);
+    let (k, _) = compile(&case.ast, &subgroups, &two_rows, "k").expect("two rows a workgroup");
+    assert!(!k.row_subgroup_partials(), "{}", k.describe_opts());
+    check_on(&subgroups, &case, &two_rows, &inputs, "two rows a workgroup");
+}
+
+#[test]
 fn rows_reduced_in_place_match_the_ast_evaluator_under_any_split() {
     let generic = Target::generic_gpu();
     let subgroups = Target { subgroup_ops: true, ..generic.clone() };

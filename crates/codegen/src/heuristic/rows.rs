@@ -5,7 +5,10 @@
 //! values in registers: UPCAST by a vector, LOCAL by the row's threads, UPCAST by the rest, so
 //! neighbouring threads read neighbouring vectors; the reduces combine a thread's values, then
 //! the row's threads' partials through workgroup memory, and every thread writes its own
-//! values' outputs. More rows fill the workgroup up to [`WORKGROUP`] threads.
+//! values' outputs. More rows fill the workgroup up to [`WORKGROUP`] threads, except where a
+//! row takes two or more whole subgroups on a target with subgroup ops: it keeps its
+//! workgroup to itself, so that each subgroup combines its partials before they meet
+//! ([`Kernel::row_subgroup_partials`]).
 
 use super::int;
 use crate::{Kernel, Opt, OptOps};
@@ -37,7 +40,9 @@ pub(super) fn row_reduce(k: &mut Kernel) -> bool {
     if !apply(k, OptOps::Upcast, axis, vector) || !apply(k, OptOps::Local, axis, threads) {
         return false;
     }
-    let rows = (0..k.global_dims()).rev().filter(|&a| a != axis).find_map(|a| {
+    let whole_subgroups = |s: usize| threads >= 2 * s && threads.is_multiple_of(s);
+    let own_workgroup = target.subgroup_ops && target.subgroup_size.is_some_and(whole_subgroups);
+    let rows = (0..k.global_dims()).rev().filter(|&a| a != axis && !own_workgroup).find_map(|a| {
         let size = int(&k.full_shape()[a])?;
         let fit = (0..=WORKGROUP.ilog2())
             .rev()

@@ -163,7 +163,8 @@ pub trait Backend: Send + Sync {
     /// and rows reduced in place where the target's workgroups share memory.
     fn kernel_limits(&self) -> crate::KernelLimits {
         let target = self.target();
-        crate::KernelLimits::new(self.max_buffers(), target.has_local && target.has_shared)
+        let subgroups = target.subgroup_ops && target.subgroup_size.is_some();
+        crate::KernelLimits::new(self.max_buffers(), target.has_local && target.has_shared, subgroups)
     }
     /// What identifies the device and its driver to caches that outlive the process (BEAM's
     /// on-disk cache): for wgpu the adapter, graphics API and driver version. Defaults to

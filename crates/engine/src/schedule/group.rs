@@ -12,7 +12,8 @@
 //!    broadcast back over those axes (a max inside a sum of `exp(x - max)`: each in its own
 //!    loop, the input read twice by one kernel); an elementwise kernel holds the reduces it
 //!    reads broadcast back over their input's shape, its own, where all reduce the same axis
-//!    of at most `row_reduce` elements (a softmax, a layer norm: codegen reduces each row
+//!    of at most `row_reduce` elements, or a multiple of `LONG_ROW_MULTIPLE` up to `long_rows`
+//!    (a softmax, a layer norm: codegen reduces each row
 //!    across the threads that hold it); any other reduce it reaches, or one that two kernels
 //!    reach, is realized, or rather the first value of the narrowest float dtype on the
 //!    chain of elementwise ops above it that only it reads (a projection's sums plus bias,
@@ -71,8 +72,7 @@ struct Grouper<'a> {
     consumers: UOpMap<Vec<UOp>>,
     shapes: &'a mut Shapes,
     realizes: UOpSet,
-    max_buffers: usize,
-    row_reduce: usize,
+    limits: KernelLimits,
 }
 
 impl Grouper<'_> {
@@ -151,7 +151,8 @@ impl Grouper<'_> {
         let mut grown = (0..from.len()).filter(|&a| to[a] != from[a]);
         let short = match (grown.next(), grown.next()) {
             (Some(a), None) => {
-                from[a] == Sint::int(1) && to[a].as_int().is_some_and(|n| n as usize <= self.row_reduce)
+                from[a] == Sint::int(1)
+                    && to[a].as_int().is_some_and(|n| self.limits.reduces_rows_of(n as usize))
             }
             _ => false,
         };
@@ -204,7 +205,7 @@ impl Grouper<'_> {
         }
         let short = match first.arg() {
             Arg::ReduceAxis(_, axes) if axes.len() == 1 => {
-                self.shapes.of(&first.src()[0]).get(axes[0]).is_some_and(|&n| n <= self.row_reduce)
+                self.shapes.of(&first.src()[0]).get(axes[0]).is_some_and(|&n| self.limits.reduces_rows_of(n))
             }
             _ => false,
         };
@@ -220,7 +221,7 @@ impl Grouper<'_> {
         let mut changed = false;
         for u in self.topo.clone() {
             let mut set = self.read_set(&u, &reads);
-            if set.len() + 1 > self.max_buffers {
+            if set.len() + 1 > self.limits.max_buffers {
                 for s in u.src() {
                     if !self.stops(s) && reads.get(s).is_some_and(|r| !r.is_empty()) {
                         changed |= self.realize(s);
@@ -354,7 +355,6 @@ pub(crate) fn group(
     shapes: &mut Shapes,
     limits: KernelLimits,
 ) -> Result<(UOpSet, UOpMap<Lowered>), EngineError> {
-    let (max_buffers, row_reduce) = (limits.max_buffers, limits.row_reduce);
     let topo = sink.toposort();
     let mut consumers: UOpMap<Vec<UOp>> = UOpMap::default();
     for u in &topo {
@@ -362,7 +362,7 @@ pub(crate) fn group(
             consumers.entry(s.clone()).or_default().push(u.clone());
         }
     }
-    let mut g = Grouper { topo, consumers, shapes, realizes: UOpSet::default(), max_buffers, row_reduce };
+    let mut g = Grouper { topo, consumers, shapes, realizes: UOpSet::default(), limits };
     g.forced(sink);
     loop {
         let changed = g.views() | g.buffer_limit();

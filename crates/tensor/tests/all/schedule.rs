@@ -6,7 +6,7 @@ use crate::common;
 use common::devices;
 
 use wgrad_engine::device::open_device;
-use wgrad_engine::{ItemKind, KernelLimits, ROW_REDUCE, Schedule};
+use wgrad_engine::{ItemKind, KernelLimits, LONG_ROW_MULTIPLE, LONG_ROWS, ROW_REDUCE, Schedule};
 use wgrad_ops::Ops;
 use wgrad_tensor::{DType, Result, Tensor, with_default_device};
 
@@ -104,9 +104,30 @@ fn softmax_over_the_last_axis_is_one_kernel_where_rows_reduce_in_place() {
     // their rows: one kernel on wgpu; where rows do not reduce in place the logsumexp is
     // realized (its reduces in one kernel, the max in its own loop)
     check_rows(1, 2, || tensor(&[4, 8], 0).softmax(-1), || host_softmax(&data(32, 0), 8));
-    // a row longer than ROW_REDUCE is realized everywhere
-    let cols = 2 * ROW_REDUCE;
-    check(2, || tensor(&[2, cols], 0).softmax(-1), || host_softmax(&data(2 * cols, 0), cols));
+    // a longer row is realized, but where subgroups combine its partials: rows of a multiple
+    // of LONG_ROW_MULTIPLE up to LONG_ROWS
+    let long = |cols: usize| {
+        for device in devices() {
+            let limits = open_device(&device).unwrap().kernel_limits();
+            let kernels = if limits.reduces_rows_of(cols) { 1 } else { 2 };
+            with_default_device(&device, || {
+                let t = tensor(&[2, cols], 0).softmax(-1).unwrap();
+                assert_eq!(t.schedule(32).unwrap().kernel_count(), kernels, "{cols} on {device}");
+                let (got, want) = (t.to_vec::<f32>().unwrap(), host_softmax(&data(2 * cols, 0), cols));
+                assert!(
+                    got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-6 + 1e-4 * w),
+                    "{cols} on {device}"
+                );
+            });
+        }
+    };
+    for cols in [ROW_REDUCE + 4, 2 * ROW_REDUCE, LONG_ROWS, LONG_ROWS + LONG_ROW_MULTIPLE] {
+        long(cols);
+    }
+    let wgpu = KernelLimits::new(32, true, true);
+    assert!(wgpu.reduces_rows_of(LONG_ROWS) && !wgpu.reduces_rows_of(ROW_REDUCE + 4));
+    assert!(!wgpu.reduces_rows_of(LONG_ROWS + LONG_ROW_MULTIPLE));
+    assert!(!KernelLimits::new(32, true, false).reduces_rows_of(2 * ROW_REDUCE));
     // after a matmul: the product is realized, its rows reduced by the softmax's kernel
     let host = || {
         let (a, w) = (data(32, 0), data(64, 1));
