@@ -104,8 +104,20 @@ fn softmax_over_the_last_axis_is_one_kernel_where_rows_reduce_in_place() {
     // their rows: one kernel on wgpu; where rows do not reduce in place the logsumexp is
     // realized (its reduces in one kernel, the max in its own loop)
     check_rows(1, 2, || tensor(&[4, 8], 0).softmax(-1), || host_softmax(&data(32, 0), 8));
-    // a longer row is realized, but where subgroups combine its partials: rows of a multiple
-    // of LONG_ROW_MULTIPLE up to LONG_ROWS
+    // after a matmul: the product is realized, its rows reduced by the softmax's kernel
+    let host = || {
+        let (a, w) = (data(32, 0), data(64, 1));
+        let product: Vec<f32> =
+            (0..32).map(|i| (0..8).map(|k| a[(i / 8) * 8 + k] * w[k * 8 + i % 8]).sum()).collect();
+        host_softmax(&product, 8)
+    };
+    check_rows(2, 3, || tensor(&[4, 8], 0).matmul(&tensor(&[8, 8], 1))?.softmax(-1), host);
+}
+
+#[test]
+fn longer_rows_reduce_in_place_where_subgroups_combine_their_partials() {
+    // a row longer than ROW_REDUCE is realized, but where subgroups combine its partials:
+    // rows of a multiple of LONG_ROW_MULTIPLE up to LONG_ROWS
     let long = |cols: usize| {
         for device in devices() {
             let limits = open_device(&device).unwrap().kernel_limits();
@@ -124,18 +136,32 @@ fn softmax_over_the_last_axis_is_one_kernel_where_rows_reduce_in_place() {
     for cols in [ROW_REDUCE + 4, 2 * ROW_REDUCE, LONG_ROWS, LONG_ROWS + LONG_ROW_MULTIPLE] {
         long(cols);
     }
+    // a layer norm over long rows (the variance's reduce reads the mean back): one kernel
+    // where the device reduces such rows in place, the same values everywhere
+    let cols = 4 * ROW_REDUCE;
+    let host = || {
+        rows(&data(2 * cols, 0), cols)
+            .iter()
+            .flat_map(|r| {
+                let mean = r.iter().map(|&x| f64::from(x)).sum::<f64>() / cols as f64;
+                let var = r.iter().map(|&x| (f64::from(x) - mean).powi(2)).sum::<f64>() / cols as f64;
+                r.iter().map(move |&x| ((f64::from(x) - mean) / (var + 1e-5).sqrt()) as f32)
+            })
+            .collect::<Vec<f32>>()
+    };
+    for device in devices() {
+        let kernels = if open_device(&device).unwrap().kernel_limits().reduces_rows_of(cols) { 1 } else { 2 };
+        with_default_device(&device, || {
+            let t = tensor(&[2, cols], 0).layernorm(-1, 1e-5).unwrap();
+            assert_eq!(t.schedule(32).unwrap().kernel_count(), kernels, "layer norm on {device}");
+            let got = t.to_vec::<f32>().unwrap();
+            assert!(got.iter().zip(host()).all(|(g, w)| (g - w).abs() <= 1e-4), "layer norm on {device}");
+        });
+    }
     let wgpu = KernelLimits::new(32, true, true);
     assert!(wgpu.reduces_rows_of(LONG_ROWS) && !wgpu.reduces_rows_of(ROW_REDUCE + 4));
     assert!(!wgpu.reduces_rows_of(LONG_ROWS + LONG_ROW_MULTIPLE));
     assert!(!KernelLimits::new(32, true, false).reduces_rows_of(2 * ROW_REDUCE));
-    // after a matmul: the product is realized, its rows reduced by the softmax's kernel
-    let host = || {
-        let (a, w) = (data(32, 0), data(64, 1));
-        let product: Vec<f32> =
-            (0..32).map(|i| (0..8).map(|k| a[(i / 8) * 8 + k] * w[k * 8 + i % 8]).sum()).collect();
-        host_softmax(&product, 8)
-    };
-    check_rows(2, 3, || tensor(&[4, 8], 0).matmul(&tensor(&[8, 8], 1))?.softmax(-1), host);
 }
 
 #[test]
