@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use wgrad_codegen::{Program, Target};
 use wgrad_dtype::DType;
 
-use crate::EngineError;
+use crate::{EngineError, LONG_ROWS};
 
 pub use cpu::CpuBackend;
 pub use registry::{
@@ -160,10 +160,13 @@ pub trait Backend: Send + Sync {
         8
     }
     /// What the scheduler may put in one of this device's kernels: [`Backend::max_buffers`],
-    /// and rows reduced in place where the target's workgroups share memory.
+    /// rows reduced in place where the target's workgroups share memory, and long ones where
+    /// its subgroups also combine partials and a workgroup holds a long row's threads.
     fn kernel_limits(&self) -> crate::KernelLimits {
         let target = self.target();
-        let subgroups = target.subgroup_ops && target.subgroup_size.is_some();
+        // a long row's threads (32 values each) fit one workgroup
+        let threads = target.max_local_invocations.min(target.max_local_size.first().copied().unwrap_or(1));
+        let subgroups = target.subgroup_ops && target.subgroup_size.is_some() && threads >= LONG_ROWS / 32;
         crate::KernelLimits::new(self.max_buffers(), target.has_local && target.has_shared, subgroups)
     }
     /// What identifies the device and its driver to caches that outlive the process (BEAM's

@@ -12,9 +12,9 @@
 //!    broadcast back over those axes (a max inside a sum of `exp(x - max)`: each in its own
 //!    loop, the input read twice by one kernel); an elementwise kernel holds the reduces it
 //!    reads broadcast back over their input's shape, its own, where all reduce the same axis
-//!    of at most `row_reduce` elements, or a multiple of `LONG_ROW_MULTIPLE` up to `long_rows`
-//!    (a softmax, a layer norm: codegen reduces each row
-//!    across the threads that hold it); any other reduce it reaches, or one that two kernels
+//!    of at most `row_reduce` elements, or of a multiple of `LONG_ROW_MULTIPLE` up to
+//!    `long_rows` (a softmax, a layer norm: codegen reduces each row across the threads that
+//!    hold it); any other reduce it reaches, or one that two kernels
 //!    reach, is realized, or rather the first value of the narrowest float dtype on the
 //!    chain of elementwise ops above it that only it reads (a projection's sums plus bias,
 //!    cast to half: the half);
