@@ -42,7 +42,8 @@ pub(super) fn row_reduce(k: &mut Kernel) -> bool {
     }
     let whole_subgroups = |s: usize| threads >= 2 * s && threads.is_multiple_of(s);
     let own_workgroup = target.subgroup_ops && target.subgroup_size.is_some_and(whole_subgroups);
-    let rows = (0..k.global_dims()).rev().filter(|&a| a != axis && !own_workgroup).find_map(|a| {
+    let candidates = if own_workgroup { 0 } else { k.global_dims() };
+    let rows = (0..candidates).rev().filter(|&a| a != axis).find_map(|a| {
         let size = int(&k.full_shape()[a])?;
         let fit = (0..=WORKGROUP.ilog2())
             .rev()
