@@ -90,6 +90,7 @@ pub fn linearize(sink: &UOp, name: &str) -> Result<Program, LinearizeError> {
         uops,
         global_size,
         local_size,
+        subgroup_size: None,
     })
 }
 

@@ -61,5 +61,7 @@ pub fn compile(
 pub fn compile_kernel(k: &Kernel, name: &str) -> Result<Program, CodegenError> {
     let sink = lower(k)?;
     let sink = vectorize(&sink.simplify(), k.target());
-    Ok(linearize(&sink, name)?)
+    let target = k.target();
+    let subgroup_size = target.subgroup_size.filter(|_| target.fixed_subgroup_size);
+    Ok(Program { subgroup_size, ..linearize(&sink, name)? })
 }

@@ -39,6 +39,10 @@ pub struct Program {
     pub buffers: Vec<BufferArg>,
     /// The symbolic variables the kernel reads (`DefineVar`s), sorted by name.
     pub vars: Vec<Variable>,
+    /// Invocations a subgroup has, where the kernel was compiled for a target whose subgroups
+    /// all have the same size (`Target::fixed_subgroup_size`) and may rely on it: the CPU
+    /// interpreter runs subgroups of that size (else the workgroup as one subgroup).
+    pub subgroup_size: Option<usize>,
 }
 
 impl Program {

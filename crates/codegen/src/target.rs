@@ -37,8 +37,12 @@ pub struct Target {
     pub vector_widths: Vec<usize>,
     /// Whether `f16` arithmetic and storage are available.
     pub has_f16: bool,
-    /// The subgroup (warp) size, when known.
+    /// The subgroup (warp) size, when known: the largest, where the device's sizes vary.
     pub subgroup_size: Option<usize>,
+    /// Whether every subgroup has exactly `subgroup_size` invocations, consecutive in
+    /// `local_invocation_index` (the device's smallest and largest subgroups are the same): a
+    /// row one subgroup wide ([`crate::Kernel::rows_in_subgroups`]) needs it.
+    pub fixed_subgroup_size: bool,
     /// Whether kernels may use subgroup operations and builtins (`subgroupAdd`,
     /// `subgroup_id`): a grouped reduce then combines each subgroup's partials before they
     /// meet in workgroup memory, whatever the subgroups' size.
@@ -71,6 +75,7 @@ impl Target {
             vector_widths: vec![1, 2, 4],
             has_f16: true,
             subgroup_size: Some(32),
+            fixed_subgroup_size: true,
             subgroup_ops: false,
             tensor_cores: vec![],
             parallelism: 1 << 17,
@@ -93,6 +98,7 @@ impl Target {
             vector_widths: vec![1],
             has_f16: false,
             subgroup_size: None,
+            fixed_subgroup_size: false,
             subgroup_ops: false,
             tensor_cores: vec![],
             parallelism: 64,

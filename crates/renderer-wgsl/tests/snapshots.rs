@@ -138,6 +138,27 @@ fn logsumexp_through_subgroups() {
 }
 
 #[test]
+fn rows_one_subgroup_wide() {
+    // a layer norm over rows of 256 on a target whose subgroups all have 32 invocations: each
+    // row is one subgroup of 32 threads holding 8 values (two 16-byte loads), 4 rows a
+    // workgroup; the mean and the variance are each one subgroup combine, with no workgroup
+    // memory and no barrier
+    let x = load(1, st(&[8, 256]));
+    let mean = x.reduce_axis(Ops::Add, &[1]) * (1.0f32 / 256.0);
+    let d = &x - &mean;
+    let var = (&d * &d).reduce_axis(Ops::Add, &[1]) * (1.0f32 / 256.0);
+    let ast = store_ast(st(&[8, 256]), &d * &(var + 1e-5f32).sqrt().recip());
+    let target = Target { subgroup_ops: true, ..Target::generic_gpu() };
+    let (k, program) = compile(&ast, &target, &OptMode::Heuristic, "kernel").expect("compiles");
+    assert!(k.rows_in_subgroups(), "{}", k.describe_opts());
+    let source = render_valid(&program, &FULL).source;
+    assert_eq!(source.matches("subgroupAdd(").count(), 2, "{source}");
+    assert!(source.contains("@workgroup_size(32, 4, 1)"), "{source}");
+    assert!(!source.contains("var<workgroup>") && !source.contains("Barrier"), "{source}");
+    insta::assert_snapshot!(source);
+}
+
+#[test]
 fn gemm_register_tile() {
     // the heuristics' tile shape: 4x4 outputs a thread, k unrolled by 4, n fastest in the workgroup
     let mode = OptMode::Given(vec![

@@ -15,19 +15,21 @@ pub(crate) enum Mem {
     Local(usize),
 }
 
-/// A hardware index or subgroup builtin. The interpreter's subgroup is the whole workgroup:
-/// one subgroup, whose lanes are the invocations in order of their flattened local id.
+/// A hardware index or subgroup builtin. The interpreter's subgroups are runs of the
+/// program's `subgroup_size` invocations in order of their flattened local id (the last one
+/// shorter where they do not divide the workgroup), or the whole workgroup where the program
+/// names no size.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Builtin {
     /// `gidx[dim]`.
     Group(usize),
     /// `lidx[dim]`.
     Local(usize),
-    /// `subgroup_id`: always 0.
+    /// `subgroup_id`: the flattened local id over the subgroup size.
     SubgroupId,
-    /// `subgroup_invocation_id`: the flattened local id.
+    /// `subgroup_invocation_id`: the flattened local id modulo the subgroup size.
     SubgroupLane,
-    /// `num_subgroups`: always 1.
+    /// `num_subgroups`: the workgroup's invocations over the subgroup size, rounded up.
     NumSubgroups,
 }
 
@@ -87,6 +89,8 @@ pub struct CpuProgram {
     pub(crate) locals: Vec<LocalMem>,
     pub(crate) global_size: [usize; 3],
     pub(crate) local_size: [usize; 3],
+    /// Invocations a subgroup has (the workgroup's, where the program names none).
+    pub(crate) subgroup_size: usize,
     pub(crate) has_barrier: bool,
 }
 
@@ -110,6 +114,7 @@ impl CpuProgram {
             locals: Vec::new(),
             global_size: program.global_size,
             local_size: program.local_size,
+            subgroup_size: program.subgroup_size.unwrap_or(program.local_size.iter().product()).max(1),
             has_barrier: false,
         };
         let mut c =

@@ -164,10 +164,12 @@ impl CpuProgram {
                 Stop::Done => return Ok(()),
                 Stop::Barrier(at) => {
                     if let Some(&Inst::SubgroupReduce { dst, src, op, dtype }) = self.insts.get(at) {
-                        let mut values = states.iter().map(|t| t.regs[src]);
-                        let first = values.next().unwrap_or(ConstValue::Int(0));
-                        let all = values.try_fold(first, |acc, v| exec_alu(op, dtype, &[acc, v]))?;
-                        states.iter_mut().for_each(|t| t.regs[dst] = all);
+                        for subgroup in states.chunks_mut(self.subgroup_size) {
+                            let mut values = subgroup.iter().map(|t| t.regs[src]);
+                            let first = values.next().unwrap_or(ConstValue::Int(0));
+                            let all = values.try_fold(first, |acc, v| exec_alu(op, dtype, &[acc, v]))?;
+                            subgroup.iter_mut().for_each(|t| t.regs[dst] = all);
+                        }
                     }
                 }
             }
@@ -181,13 +183,14 @@ impl CpuProgram {
             t.pc += 1;
             match *inst {
                 Inst::Special { dst, builtin } => {
-                    let [x, y, _] = self.local_size;
+                    let [x, y, z] = self.local_size;
+                    let (flat, size) = (t.lid[0] + x * (t.lid[1] + y * t.lid[2]), self.subgroup_size);
                     let id = match builtin {
                         Builtin::Group(dim) => group.gid[dim],
                         Builtin::Local(dim) => t.lid[dim],
-                        Builtin::SubgroupId => 0,
-                        Builtin::SubgroupLane => t.lid[0] + x * (t.lid[1] + y * t.lid[2]),
-                        Builtin::NumSubgroups => 1,
+                        Builtin::SubgroupId => flat / size,
+                        Builtin::SubgroupLane => flat % size,
+                        Builtin::NumSubgroups => (x * y * z).div_ceil(size),
                     };
                     regs[dst] = ConstValue::Int(id as i64);
                 }

@@ -48,6 +48,9 @@ pub struct AdapterSummary {
     pub driver: String,
     /// The largest subgroup the adapter may run (`None` when it does not say).
     pub subgroup_size: Option<u32>,
+    /// The smallest subgroup the adapter may run (`None` when it does not say): equal to
+    /// `subgroup_size` where every subgroup has that size (NVIDIA's 32, llvmpipe's 8).
+    pub subgroup_min_size: Option<u32>,
 }
 
 impl AdapterSummary {
@@ -65,6 +68,7 @@ impl AdapterSummary {
             kind: DeviceKind::from_wgpu(info.device_type),
             driver,
             subgroup_size: Some(info.subgroup_max_size).filter(|&n| n > 0),
+            subgroup_min_size: Some(info.subgroup_min_size).filter(|&n| n > 0),
         }
     }
 }

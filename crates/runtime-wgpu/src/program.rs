@@ -91,6 +91,7 @@ impl Device {
             vector_widths: vec![1, 2, 4],
             has_f16: self.features().f16,
             subgroup_size: self.adapter().subgroup_size.map(|n| n as usize),
+            fixed_subgroup_size: self.adapter().subgroup_size == self.adapter().subgroup_min_size,
             subgroup_ops: self.features().subgroups,
             tensor_cores: self.tensor_cores().to_vec(),
             parallelism: match self.adapter().kind {

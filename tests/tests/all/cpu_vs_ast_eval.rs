@@ -261,6 +261,43 @@ fn long_rows_combine_their_partials_in_subgroups() {
 }
 
 #[test]
+fn rows_one_subgroup_wide_combine_without_workgroup_memory() {
+    // rows of 64 as 4 threads of 16 values, subgroups of 4 (small, for the evaluator; an H200
+    // takes a layer norm's rows of 384 as 32 threads of 12): where every subgroup has the same
+    // size, a row is one subgroup, whose combine finishes each reduce with no workgroup memory
+    // or barrier, and the workgroup holds 8 rows; where the size may vary, the partials meet in
+    // workgroup memory
+    let case = softmax_case(8, 64);
+    let inputs = case.inputs(&mut Rng(11));
+    let fixed = Target { subgroup_size: Some(4), subgroup_ops: true, ..Target::generic_gpu() };
+    let varying = Target { fixed_subgroup_size: false, ..fixed.clone() };
+    for (target, in_subgroups) in [(&fixed, true), (&varying, false)] {
+        let (k, program) = compile(&case.ast, target, &OptMode::Heuristic, "k").expect("the plan compiles");
+        assert_eq!(k.rows_in_subgroups(), in_subgroups, "{}", k.describe_opts());
+        let workgroup = if in_subgroups { (32, 2) } else { (16, 2) };
+        assert_eq!((k.local_size(), k.local_dims()), workgroup, "{}", k.describe_opts());
+        let count = |op| program.uops.iter().filter(|u| u.op() == op).count();
+        let expected = if in_subgroups { (2, 0, 0) } else { (0, 2, 2) };
+        assert_eq!(
+            (count(Ops::SubgroupReduce), count(Ops::DefineLocal), count(Ops::Barrier)),
+            expected,
+            "{program}"
+        );
+        check_on(target, &case, &OptMode::Heuristic, &inputs, &format!("rows of 64 on {}", target.name));
+    }
+    // the rows' axis the first local one, the row's second: a subgroup spans rows, so the
+    // partials meet in workgroup memory
+    let rows_first = OptMode::Given(vec![
+        Opt::new(OptOps::Local, 0, 2),
+        Opt::new(OptOps::Upcast, 1, 4),
+        Opt::new(OptOps::Local, 1, 4),
+    ]);
+    let (k, _) = compile(&case.ast, &fixed, &rows_first, "k").expect("rows first");
+    assert!(!k.rows_in_subgroups(), "{}", k.describe_opts());
+    check_on(&fixed, &case, &rows_first, &inputs, "rows first");
+}
+
+#[test]
 fn rows_reduced_in_place_match_the_ast_evaluator_under_any_split() {
     let generic = Target::generic_gpu();
     let subgroups = Target { subgroup_ops: true, ..generic.clone() };

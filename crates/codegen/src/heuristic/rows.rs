@@ -8,7 +8,10 @@
 //! values' outputs. More rows fill the workgroup up to [`WORKGROUP`] threads, except where a
 //! row takes two or more whole subgroups on a target with subgroup ops: it keeps its
 //! workgroup to itself, so that each subgroup combines its partials before they meet
-//! ([`Kernel::row_subgroup_partials`]).
+//! ([`Kernel::row_subgroup_partials`]). Where a target's subgroups all have one size and a
+//! row split over one subgroup leaves each thread [`SUBGROUP_VALUES`] or more of its values, the
+//! row takes one subgroup, whose combine finishes its reduces without workgroup memory
+//! ([`Kernel::rows_in_subgroups`]).
 
 use super::int;
 use crate::{Kernel, Opt, OptOps};
@@ -20,6 +23,12 @@ const VALUES: usize = 32;
 /// (f16) against 35.3 and 20.2 by 4 rows; 4 threads a row by 32 rows 59.9, by 8 59.8, by 16
 /// 111.6, 8 threads by 8 57.1, 32 threads (4 values) 273.4.
 const WORKGROUP: usize = 128;
+/// Fewest values of a row a thread holds where the row takes one subgroup
+/// ([`Kernel::rows_in_subgroups`]). H200, MiniLM (us a forward over the layers, f32 / f16): the
+/// layer norms' rows of 384 as 32 threads of 12 values 337 / 213 against 374 / 285 as 12
+/// threads of 32 through workgroup memory; the softmax's rows of 128 as 32 threads of 4 values
+/// 348 / 283 against 359 / 237 as 4 threads of 32 (the f16 rows' 8-byte loads too small).
+const SUBGROUP_VALUES: usize = 8;
 
 /// Gives an elementwise kernel whose reduces span one output axis its row plan; says whether
 /// it did.
@@ -33,9 +42,16 @@ pub(super) fn row_reduce(k: &mut Kernel) -> bool {
     let vector = if n % 4 == 0 && target.vector_widths.contains(&4) { 4 } else { 1 };
     let lanes = n / vector;
     let max_threads = target.max_local_invocations.min(target.max_local_size[0]);
-    let Some(threads) = (1..=lanes.min(max_threads)).find(|t| lanes % t == 0 && n / t <= VALUES) else {
+    let Some(fewest) = (1..=lanes.min(max_threads)).find(|t| lanes % t == 0 && n / t <= VALUES) else {
         return false;
     };
+    // a row one subgroup wide, where each thread keeps enough of it, combines its partials
+    // without workgroup memory or a barrier
+    let subgroup = target.subgroup_size.filter(|&s| {
+        let (fits, fixed) = (s >= fewest && s <= max_threads, target.fixed_subgroup_size);
+        fits && fixed && lanes.is_multiple_of(s) && n / s >= SUBGROUP_VALUES && k.partials_fit_subgroups()
+    });
+    let threads = subgroup.unwrap_or(fewest);
     let apply = |k: &mut Kernel, op, axis, arg| arg == 1 || k.apply_opt(Opt::new(op, axis, arg)).is_ok();
     if !apply(k, OptOps::Upcast, axis, vector) || !apply(k, OptOps::Local, axis, threads) {
         return false;

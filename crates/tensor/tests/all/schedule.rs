@@ -86,6 +86,18 @@ fn elementwise_after_the_reduce_fuses() {
     );
 }
 
+/// A layer norm (no scale or shift, eps 1e-5) over rows of `cols`, in f64.
+fn host_layernorm(v: &[f32], cols: usize) -> Vec<f32> {
+    rows(v, cols)
+        .iter()
+        .flat_map(|r| {
+            let mean = r.iter().map(|&x| f64::from(x)).sum::<f64>() / cols as f64;
+            let var = r.iter().map(|&x| (f64::from(x) - mean).powi(2)).sum::<f64>() / cols as f64;
+            r.iter().map(move |&x| ((f64::from(x) - mean) / (var + 1e-5).sqrt()) as f32)
+        })
+        .collect()
+}
+
 fn host_softmax(v: &[f32], cols: usize) -> Vec<f32> {
     rows(v, cols)
         .iter()
@@ -115,6 +127,42 @@ fn softmax_over_the_last_axis_is_one_kernel_where_rows_reduce_in_place() {
 }
 
 #[test]
+fn rows_a_subgroup_wide_match_a_host_reference() {
+    // softmaxes and layer norms over rows that a device whose subgroups all have one size (an
+    // NVIDIA GPU's 32, llvmpipe's 8) reduces with each row one subgroup wide: one kernel each
+    // where the device reduces rows in place, the host's values everywhere
+    for device in devices() {
+        let limits = open_device(&device).unwrap().kernel_limits();
+        with_default_device(&device, || {
+            for cols in [64, 128, 256, 384] {
+                let kernels = if limits.reduces_rows_of(cols) { 1 } else { 2 };
+                let x = tensor(&[16, cols], 1);
+                let softmax = x.softmax(-1).unwrap();
+                assert_eq!(
+                    softmax.schedule(32).unwrap().kernel_count(),
+                    kernels,
+                    "softmax {cols} on {device}"
+                );
+                let (got, want) = (softmax.to_vec::<f32>().unwrap(), host_softmax(&data(16 * cols, 1), cols));
+                let close = got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-6 + 1e-4 * w);
+                assert!(close, "softmax {cols} on {device}");
+                let norm = x.layernorm(-1, 1e-5).unwrap();
+                assert_eq!(
+                    norm.schedule(32).unwrap().kernel_count(),
+                    kernels,
+                    "layer norm {cols} on {device}"
+                );
+                let (got, want) = (norm.to_vec::<f32>().unwrap(), host_layernorm(&data(16 * cols, 1), cols));
+                assert!(
+                    got.iter().zip(want).all(|(g, w)| (g - w).abs() <= 1e-4),
+                    "layer norm {cols} on {device}"
+                );
+            }
+        });
+    }
+}
+
+#[test]
 fn longer_rows_reduce_in_place_where_subgroups_combine_their_partials() {
     // a row longer than ROW_REDUCE is realized, but where subgroups combine its partials:
     // rows of a multiple of LONG_ROW_MULTIPLE up to LONG_ROWS
@@ -139,23 +187,14 @@ fn longer_rows_reduce_in_place_where_subgroups_combine_their_partials() {
     // a layer norm over long rows (the variance's reduce reads the mean back): one kernel
     // where the device reduces such rows in place, the same values everywhere
     let cols = 4 * ROW_REDUCE;
-    let host = || {
-        rows(&data(2 * cols, 0), cols)
-            .iter()
-            .flat_map(|r| {
-                let mean = r.iter().map(|&x| f64::from(x)).sum::<f64>() / cols as f64;
-                let var = r.iter().map(|&x| (f64::from(x) - mean).powi(2)).sum::<f64>() / cols as f64;
-                r.iter().map(move |&x| ((f64::from(x) - mean) / (var + 1e-5).sqrt()) as f32)
-            })
-            .collect::<Vec<f32>>()
-    };
     for device in devices() {
         let kernels = if open_device(&device).unwrap().kernel_limits().reduces_rows_of(cols) { 1 } else { 2 };
         with_default_device(&device, || {
             let t = tensor(&[2, cols], 0).layernorm(-1, 1e-5).unwrap();
             assert_eq!(t.schedule(32).unwrap().kernel_count(), kernels, "layer norm on {device}");
             let got = t.to_vec::<f32>().unwrap();
-            assert!(got.iter().zip(host()).all(|(g, w)| (g - w).abs() <= 1e-4), "layer norm on {device}");
+            let want = host_layernorm(&data(2 * cols, 0), cols);
+            assert!(got.iter().zip(want).all(|(g, w)| (g - w).abs() <= 1e-4), "layer norm on {device}");
         });
     }
     let wgpu = KernelLimits::new(32, true, true);
