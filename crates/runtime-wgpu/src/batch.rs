@@ -73,7 +73,7 @@ pub struct Prepared {
     pub(crate) dispatch: Dispatch,
 }
 
-/// Kernel launches to record as one compute pass of the device's command stream.
+/// Kernel launches to record into the device's command stream (its open compute pass).
 ///
 /// Create it with [`crate::Device::batch`], record with [`Batch::dispatch`] or
 /// [`Batch::push`], then hand it to [`crate::Device::submit`] or [`crate::Device::run_timed`].

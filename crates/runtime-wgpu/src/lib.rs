@@ -6,7 +6,8 @@
 //! - [`Buffer`]: storage memory from a size-bucketed pool ([`bucket_size`],
 //!   [`MemoryStats`]); dropping the last handle returns it to the pool.
 //! - [`Pipeline`]: a compiled entry point, cached by (source, entry point).
-//! - [`Batch`]: many launches recorded for one compute pass; [`Device::submit`] puts it in
+//! - [`Batch`]: many launches recorded into the stream's open compute pass, which batches
+//!   share until a copy, upload or submit comes between; [`Device::submit`] puts it in
 //!   the device's command stream (after the uploads staged before it) and submits the stream
 //!   when the device is idle, coalescing batches while it is busy, through a submit thread
 //!   of the device's own ([`Device::record`] leaves it for the next submit, [`Device::flush`]

@@ -117,8 +117,9 @@ fn a_recorded_batch_goes_with_the_readback_that_follows() {
     assert_eq!(device.submits(), before + 2);
     assert_eq!(device.read_as::<f32>(&y).unwrap(), [13.0; 256]);
     // ten recorded batches and the readback's copy share one command buffer (one encoder:
-    // a command buffer each cost NVIDIA's driver an allocation through the kernel)
-    let (submits, buffers) = (device.submits(), device.command_buffers());
+    // a command buffer each cost NVIDIA's driver an allocation through the kernel), and the
+    // batches one compute pass (a pass each cost an H200 about 5 us between kernels)
+    let (submits, buffers, passes) = (device.submits(), device.command_buffers(), device.compute_passes());
     for _ in 0..10 {
         let mut batch = device.batch();
         batch.dispatch(&axpy, &[&y, &x], [4, 1, 1]).unwrap();
@@ -126,6 +127,31 @@ fn a_recorded_batch_goes_with_the_readback_that_follows() {
     }
     assert_eq!(device.read_as::<f32>(&y).unwrap(), [13.0 * 1024.0 + 3.0 * 1023.0; 256]);
     assert_eq!((device.submits() - submits, device.command_buffers() - buffers), (1, 1));
+    assert_eq!(device.compute_passes() - passes, 1);
+}
+
+#[test]
+fn batches_share_a_compute_pass_until_an_upload_comes_between() {
+    let Some(device) = common::device() else { return };
+    let axpy = device.pipeline(common::AXPY, "axpy").unwrap();
+    let y = device.upload(&[0.0f32; 256]).unwrap();
+    let x = device.upload(&[1.0f32; 256]).unwrap();
+    device.sync().unwrap();
+    let passes = device.compute_passes();
+    let record = |y: &wgrad_runtime_wgpu::Buffer, x: &wgrad_runtime_wgpu::Buffer| {
+        let mut batch = device.batch();
+        batch.dispatch(&axpy, &[y, x], [4, 1, 1]).unwrap();
+        device.record(batch).unwrap();
+    };
+    // y = 2y + x twice, then an upload of a new x, then twice more with it: the upload runs
+    // between the two pairs, and each pair is one pass
+    record(&y, &x);
+    record(&y, &x);
+    let x2 = device.upload(&[10.0f32; 256]).unwrap();
+    record(&y, &x2);
+    record(&y, &x2);
+    assert_eq!(device.read_as::<f32>(&y).unwrap(), [(3.0 * 2.0 + 10.0) * 2.0 + 10.0; 256]);
+    assert_eq!(device.compute_passes() - passes, 2);
 }
 
 #[test]
