@@ -17,8 +17,9 @@
 //! - [`GpuProgram`]: a codegen `Program` rendered to WGSL for this device
 //!   ([`Device::compile`], [`Device::target`]) and launched with [`Device::launch`].
 //! - [`Device::run_timed`]: per-launch GPU times from timestamp queries.
-//! - Waits ([`Device::sync`], readbacks) spin on non-blocking polls for [`SPIN_WAIT`] on a GPU
-//!   before they block ([`Device::set_spin_wait`]); a CPU adapter blocks at once.
+//! - Waits ([`Device::sync`], readbacks) poll without blocking for [`SPIN_WAIT`] on a GPU
+//!   (yielding between polls after the first millisecond) before they block
+//!   ([`Device::set_spin_wait`]); a CPU adapter blocks at once.
 //! - [`RuntimeError`]: every failure, including WGSL errors with their line, out of
 //!   memory and device loss; nothing in this crate lets wgpu panic.
 //!
