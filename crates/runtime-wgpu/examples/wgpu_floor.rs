@@ -10,6 +10,8 @@
 //!   waiting and spinning.
 #![allow(clippy::print_stdout, reason = "an example prints its numbers")]
 
+mod common;
+
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -32,14 +34,7 @@ fn median_us(mut f: impl FnMut()) -> f64 {
 }
 
 fn main() {
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-    let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
-    let Some(adapter) = adapters.into_iter().min_by_key(|a| match a.get_info().device_type {
-        wgpu::DeviceType::DiscreteGpu => 0,
-        wgpu::DeviceType::IntegratedGpu => 1,
-        wgpu::DeviceType::Cpu => 3,
-        _ => 2,
-    }) else {
+    let Some(adapter) = common::best_adapter() else {
         println!("no adapter");
         return;
     };
