@@ -125,18 +125,7 @@ fn main() {
         ..Default::default()
     };
     let (device, queue) = pollster::block_on(adapter.request_device(&descriptor)).expect("device");
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: None,
-        source: wgpu::ShaderSource::Wgsl(SHADER.into()),
-    });
-    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: None,
-        layout: None,
-        module: &module,
-        entry_point: Some("main"),
-        compilation_options: Default::default(),
-        cache: None,
-    });
+    let pipeline = common::pipeline(&device, SHADER);
     let buffer = || {
         device.create_buffer(&wgpu::BufferDescriptor {
             label: None,

@@ -47,10 +47,11 @@ pub(super) fn row_reduce(k: &mut Kernel) -> bool {
     };
     // a row one subgroup wide, where each thread keeps enough of it, combines its partials
     // without workgroup memory or a barrier
-    let subgroup = target.subgroup_size.filter(|&s| {
-        let (fits, fixed) = (s >= fewest && s <= max_threads, target.fixed_subgroup_size);
-        fits && fixed && lanes.is_multiple_of(s) && n / s >= SUBGROUP_VALUES && k.partials_fit_subgroups()
-    });
+    let one_subgroup =
+        |s: usize| (fewest..=max_threads).contains(&s) && lanes.is_multiple_of(s) && n / s >= SUBGROUP_VALUES;
+    let subgroup = target
+        .subgroup_size
+        .filter(|&s| target.fixed_subgroup_size && one_subgroup(s) && k.partials_fit_subgroups());
     let threads = subgroup.unwrap_or(fewest);
     let apply = |k: &mut Kernel, op, axis, arg| arg == 1 || k.apply_opt(Opt::new(op, axis, arg)).is_ok();
     if !apply(k, OptOps::Upcast, axis, vector) || !apply(k, OptOps::Local, axis, threads) {

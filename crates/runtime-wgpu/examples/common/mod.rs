@@ -11,3 +11,19 @@ pub fn best_adapter() -> Option<wgpu::Adapter> {
         _ => 2,
     })
 }
+
+/// The compute pipeline of the entry point `main` of the WGSL `source`.
+pub fn pipeline(device: &wgpu::Device, source: &str) -> wgpu::ComputePipeline {
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: None,
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    });
+    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: None,
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    })
+}
