@@ -21,6 +21,10 @@
 //!   loads: MiniLM's mean pooling (49152 outputs, 128 tokens each, with the last layer norm)
 //!   took 90 us in f32 with tinygrad's upcasts (4096 threads of 12 outputs) and 21 us grouped
 //!   (H100).
+//! - A *skinny product* (`x @ W.T` for a few rows: a product of two loads over one row,
+//!   outputs at most a quarter of the target's parallelism) takes several rows and columns a
+//!   thread, so each load serves several outputs, before its reduce is grouped
+//!   ([`skinny_product`]).
 //! - Otherwise the largest reduce axis is grouped.
 //! - Many short rows (outputs enough for one thread each and at least [`MIN_SHORT_ROWS`], rows
 //!   of 64 to 255 neighbouring elements, as the attention softmax's): a few threads a row,
@@ -44,7 +48,7 @@
 //! workgroup's registers instead, 32 to 256 threads, read it once but ran slower on an H200
 //! when every thread read all the group's partials back, twice.)
 
-use super::operands::{mul_operands, reduce_load_strides};
+use super::operands::{mul_operands, reduce_load_strides, strides};
 use super::{int, try_opt};
 use crate::{Kernel, OptOps};
 
@@ -62,6 +66,10 @@ const MAX_REST: usize = 128;
 const MAX_UNROLL: usize = 32;
 /// Smallest and largest group of a row reduce.
 const GROUPS: (usize, usize) = (16, 256);
+/// Outputs a thread of a skinny product takes along its shorter and its longer output axis.
+const SKINNY_TILE: (usize, usize) = (4, 2);
+/// Smallest and largest group of a skinny product's reduce.
+const SKINNY_GROUPS: (usize, usize) = (32, 256);
 /// Unrolls tried on a row, widest first.
 const UNROLLS: [usize; 3] = [8, 4, 2];
 /// Neighbouring outputs per workgroup of a column reduce, in order of preference (fewer where
@@ -159,6 +167,7 @@ pub(super) fn group_reduce(k: &mut Kernel) -> bool {
     let row = (fr..fu).rev().find(|&a| contiguous(a));
     let column = (0..fr).rev().find(|&a| contiguous(a));
     let grouped = match (row, column) {
+        (Some(_), _) if reduce >= MIN_REDUCE && skinny_product(k, outputs) => true,
         (Some(axis), _) if reduce >= MIN_REDUCE => group_row(k, axis, sizes[axis], &rows),
         (None, Some(axis)) => return group_column(k, axis, sizes[axis], outputs, &rows),
         (None, None) if reduce >= MIN_REDUCE => group_largest(k, &rows),
@@ -209,6 +218,55 @@ fn unroll_rest(k: &mut Kernel) {
             }
         }
     }
+}
+
+/// A product of two loads over one reduce axis with few outputs (at most a quarter of the
+/// target's parallelism) on two output axes, each factor broadcast along one of them: `x @
+/// W.T` for a few rows of `x`, a one-sentence forward's projections. Each thread takes
+/// [`SKINNY_TILE`] outputs, 4 along the shorter axis and 2 along the longer (each load of a
+/// factor serves the other's lanes: the weight is read once per 4 rows, not once per row),
+/// and a group of threads splits the reduce into runs of neighbours (GROUPTOP), each run
+/// unrolled whole, the group the smallest power of two within [`SKINNY_GROUPS`] that brings
+/// the threads up to the target's parallelism and leaves each thread [`MIN_ITERATIONS`] steps.
+/// BEAM's picks for MiniLM's 16-row float32 projections on an H200, as a rule: QKV 17.8 ->
+/// 8.9 us, FFN up 21.2 -> 10.5, FFN down 13.3 -> 9.7, attention output 9.6 -> 7.4, where a
+/// group of 16 to 32 threads summed each output alone (docs/PERFORMANCE.md).
+fn skinny_product(k: &mut Kernel, outputs: usize) -> bool {
+    let parallelism = k.target().parallelism;
+    let Some((a, b)) = mul_operands(k) else { return false };
+    let (fr, fu) = (k.first_reduce(), k.first_upcast());
+    if fu - fr != 1 || outputs * 4 > parallelism {
+        return false;
+    }
+    let (sa, sb) = (strides(k, a), strides(k, b));
+    let axes: Vec<usize> = (0..fr).filter(|&x| int(&k.full_shape()[x]).is_some_and(|n| n > 1)).collect();
+    let broadcast = |s: &[Option<i64>], x: usize| s[x] == Some(0);
+    let [m, n] = axes[..] else { return false };
+    if !((broadcast(&sa, m) && broadcast(&sb, n)) || (broadcast(&sa, n) && broadcast(&sb, m))) {
+        return false;
+    }
+    let (Some(size_m), Some(size_n), Some(reduce)) =
+        (int(&k.full_shape()[m]), int(&k.full_shape()[n]), int(&k.full_shape()[fr]))
+    else {
+        return false;
+    };
+    let (short, long) = if size_m <= size_n { (m, n) } else { (n, m) };
+    let (tile_short, tile_long) = SKINNY_TILE;
+    let groups = group_sizes(outputs / (tile_short * tile_long), parallelism, SKINNY_GROUPS);
+    // an axis upcast whole is gone, moving those after it
+    let gone = usize::from(short < long && size_m.min(size_n) == tile_short);
+    let mut tried = k.clone();
+    let planned = groups.iter().any(|&g| {
+        reduce.is_multiple_of(g)
+            && reduce / g >= MIN_ITERATIONS
+            && try_opt(&mut tried, OptOps::Grouptop, 0, g)
+    }) && try_opt(&mut tried, OptOps::Upcast, short, tile_short)
+        && try_opt(&mut tried, OptOps::Upcast, long - gone, tile_long);
+    if planned {
+        unroll_rest(&mut tried);
+        *k = tried;
+    }
+    planned
 }
 
 /// Unrolls the contiguous reduce `axis` (of `size`) by the widest of [`UNROLLS`] that divides

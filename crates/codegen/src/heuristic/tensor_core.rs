@@ -19,6 +19,9 @@
 //!   attention output on an H200. In the model on the H200 it ran the two 384-wide projections
 //!   20-23% faster than the usual plan; the short plan's kernels (1152 and 1536 columns) ran
 //!   14-44% slower with it, so they keep theirs (docs/PERFORMANCE.md).
+//! - No tensor cores for a reduce longer than the short plan's over too few output tiles to keep
+//!   a quarter of the target busy (a one-sentence forward's FFN down): the grouped reduce
+//!   (`grouping`) splits the reduce across threads instead.
 
 use crate::{Kernel, Opt, OptOps};
 
@@ -31,13 +34,21 @@ const WIDE_REDUCE_TILES: i64 = 96;
 pub(super) fn tensor_cores(k: &mut Kernel) -> bool {
     let choices = k.tc_axis_choices().len();
     let configs = k.target().tensor_cores.len();
-    let applied =
-        (0..configs).any(|arg| (0..choices).any(|axis| k.apply_opt(Opt::new(OptOps::Tc, axis, arg)).is_ok()));
+    let mut tc = k.clone();
+    let applied = (0..configs)
+        .any(|arg| (0..choices).any(|axis| tc.apply_opt(Opt::new(OptOps::Tc, axis, arg)).is_ok()));
     if !applied {
         return false;
     }
-    let (fr, fu) = (k.first_reduce(), k.first_upcast());
-    let k_tiles: i64 = k.full_shape()[fr..fu].iter().map(|s| s.vmax()).product();
+    let (fr, fu) = (tc.first_reduce(), tc.first_upcast());
+    let k_tiles: i64 = tc.full_shape()[fr..fu].iter().map(|s| s.vmax()).product();
+    // a long reduce over too few output tiles to keep a quarter of the target busy: each
+    // subgroup would walk the whole reduce alone, where a grouped reduce splits it (H200,
+    // MiniLM's 16-row f16 FFN down, 384 x 1536: 14.5 us with TC, 8.8 as a skinny product)
+    if k_tiles > SHORT_REDUCE_TILES && !keeps_a_quarter_busy(&tc) {
+        return false;
+    }
+    *k = tc;
     if k_tiles <= SHORT_REDUCE_TILES {
         let mut short = k.clone();
         short_reduce_plan(&mut short);

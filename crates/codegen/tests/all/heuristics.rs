@@ -3,7 +3,8 @@
 use crate::common;
 
 use common::*;
-use wgrad_codegen::{Kernel, Opt, OptOps, Target, hand_coded_optimizations};
+use wgrad_codegen::{Kernel, Opt, OptOps, Target, TensorCoreShape, hand_coded_optimizations};
+use wgrad_dtype::DType;
 use wgrad_ops::{Ops, UOp};
 
 fn optimized(ast: &UOp, target: Target) -> Kernel {
@@ -398,4 +399,45 @@ fn one_hot_reduces_get_only_output_opts() {
     // a plain long sum with few outputs is grouped as before
     let sum = optimized(&sum_ast(&[2, 32000], &[1]), Target::generic_gpu());
     assert!(sum.applied_opts().iter().any(|o| o.op == Group), "{}", sum.describe_opts());
+}
+
+#[test]
+fn a_skinny_product_takes_rows_together_and_groups_its_reduce() {
+    // `x @ W.T` for 16 rows (a one-sentence forward's projections): W (n, k) read once per 4
+    // rows, 2 columns a thread, the reduce split into runs of neighbours by a group that
+    // brings the threads to the target's parallelism, each run unrolled
+    let xwt = |m: i64, n: i64, k: i64| {
+        let x = load(1, strided(&[m, n, k], &[k, 0, 1], 0));
+        let w = load(2, strided(&[m, n, k], &[0, k, 1], 0));
+        store_ast(st(&[m, n, 1]), (x * w).reduce_axis(Ops::Add, &[2]))
+    };
+    let qkv = optimized(&xwt(16, 1152, 384), big_gpu());
+    assert_eq!(
+        qkv.applied_opts(),
+        opts(&[(Grouptop, 0, 64), (Upcast, 0, 4), (Upcast, 1, 2), (Unroll, 1, 0)])
+    );
+    // a longer reduce over fewer outputs, a wider group
+    let down = optimized(&xwt(16, 384, 1536), big_gpu());
+    assert_eq!(down.applied_opts()[..3], opts(&[(Grouptop, 0, 256), (Upcast, 0, 4), (Upcast, 1, 2)]));
+    // rows that 4 does not divide, or outputs enough for a thread each, keep the row plans
+    for (m, n) in [(10, 1152), (256, 1152)] {
+        let k = optimized(&xwt(m, n, 384), big_gpu());
+        assert!(!k.applied_opts().contains(&opt(Grouptop, 0, 64)), "{m} rows: {}", k.describe());
+    }
+    // in half precision with tensor cores: a short reduce keeps its tiles, a long one over
+    // too few output tiles is grouped instead
+    let half = |m: i64, n: i64, k: i64| {
+        let x = load_dt(DType::F16, 1, strided(&[m, n, k], &[k, 0, 1], 0));
+        let w = load_dt(DType::F16, 2, strided(&[m, n, k], &[0, k, 1], 0));
+        store_ast(st(&[m, n, 1]), (x * w).cast(DType::F32).reduce_axis(Ops::Add, &[2]))
+    };
+    let tc = TensorCoreShape { dims: (16, 16, 16), dtype_in: DType::F16, dtype_out: DType::F32 };
+    let gpu = Target { tensor_cores: vec![tc], subgroup_ops: true, ..big_gpu() };
+    let short = optimized(&half(16, 1152, 384), gpu.clone());
+    assert_eq!(short.applied_opts()[0], opt(Tc, 0, 0), "{}", short.describe());
+    let long = optimized(&half(16, 384, 1536), gpu.clone());
+    assert_eq!(long.applied_opts()[..3], opts(&[(Grouptop, 0, 256), (Upcast, 0, 4), (Upcast, 1, 2)]));
+    // a long reduce over many output tiles keeps them
+    let big = optimized(&half(1024, 1024, 1024), gpu);
+    assert_eq!(big.applied_opts()[0], opt(Tc, 0, 0), "{}", big.describe());
 }

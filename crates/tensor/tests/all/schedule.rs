@@ -705,3 +705,22 @@ fn max_and_argmax_together_are_one_kernel() {
         });
     }
 }
+
+#[test]
+fn a_skinny_product_is_right_on_every_device() {
+    // x (4, 512) @ W.T, W (16, 512): on lavapipe (parallelism 256) few enough outputs for the
+    // skinny plan (4 rows a thread, 2 columns, the reduce grouped by 32 in runs of 16)
+    let (x, w) = (data(4 * 512, 0), data(16 * 512, 1));
+    let (x, w) = (&x, &w);
+    let terms = |i: usize, j: usize| (0..512).map(move |k| x[i * 512 + k] as f64 * w[j * 512 + k] as f64);
+    for device in devices() {
+        with_default_device(&device, || {
+            let y = tensor(&[4, 512], 0).matmul(&tensor(&[16, 512], 1).transpose(0, 1).unwrap()).unwrap();
+            let got = y.to_vec::<f32>().unwrap();
+            for (n, g) in got.iter().enumerate() {
+                let (want, size) = terms(n / 16, n % 16).fold((0.0, 0.0), |(s, a), t| (s + t, a + t.abs()));
+                assert!((*g as f64 - want).abs() <= 1e-6 * size, "{device} [{n}]: {g} != {want}");
+            }
+        });
+    }
+}
