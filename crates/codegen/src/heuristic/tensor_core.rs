@@ -19,12 +19,15 @@
 //!   attention output on an H200. In the model on the H200 it ran the two 384-wide projections
 //!   20-23% faster than the usual plan; the short plan's kernels (1152 and 1536 columns) ran
 //!   14-44% slower with it, so they keep theirs (docs/PERFORMANCE.md).
-//! - No tensor cores for a reduce longer than the short plan's over too few output tiles to keep
-//!   a quarter of the target busy (a one-sentence forward's FFN down): the grouped reduce
-//!   (`grouping`) splits the reduce across threads instead.
+//! - No tensor cores for a few rows (an output axis one tile wide) whose reduce is longer than
+//!   the short plan's, over too few output tiles to keep a quarter of the target busy (a
+//!   one-sentence forward's FFN down): the grouped reduce (`grouping`) splits the reduce across
+//!   threads instead.
 
 use crate::{Kernel, Opt, OptOps};
 
+/// The side of a tensor-core tile the heuristics plan for.
+const TILE: i64 = 16;
 /// The longest reduce (in k tiles) that takes the short-reduce plan.
 const SHORT_REDUCE_TILES: i64 = 24;
 /// The longest reduce (in k tiles) that takes the wide-block plan (the longest measured).
@@ -32,6 +35,8 @@ const WIDE_REDUCE_TILES: i64 = 96;
 
 /// Applies TC and its tile plan; returns whether TC applied.
 pub(super) fn tensor_cores(k: &mut Kernel) -> bool {
+    // a few rows: an output axis no wider than one tile
+    let few_rows = (0..k.first_reduce()).any(|a| (2..=TILE).contains(&k.full_shape()[a].vmax()));
     let choices = k.tc_axis_choices().len();
     let configs = k.target().tensor_cores.len();
     let mut tc = k.clone();
@@ -42,10 +47,10 @@ pub(super) fn tensor_cores(k: &mut Kernel) -> bool {
     }
     let (fr, fu) = (tc.first_reduce(), tc.first_upcast());
     let k_tiles: i64 = tc.full_shape()[fr..fu].iter().map(|s| s.vmax()).product();
-    // a long reduce over too few output tiles to keep a quarter of the target busy: each
+    // a few rows' long reduce, too few output tiles to keep a quarter of the target busy: each
     // subgroup would walk the whole reduce alone, where a grouped reduce splits it (H200,
     // MiniLM's 16-row f16 FFN down, 384 x 1536: 14.5 us with TC, 8.8 as a skinny product)
-    if k_tiles > SHORT_REDUCE_TILES && !keeps_a_quarter_busy(&tc) {
+    if few_rows && k_tiles > SHORT_REDUCE_TILES && !keeps_a_quarter_busy(&tc) {
         return false;
     }
     *k = tc;
