@@ -6,9 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use wgrad_codegen::hand_coded_optimizations;
 use wgrad_codegen::{AxisKind, Kernel, Opt, OptMode, OptOps, Target, compile};
 use wgrad_dtype::DType;
-use wgrad_engine::beam::{ACTIONS, BeamCache, Origin, beam, cache_key, fnv1a, kernel_actions};
+use wgrad_engine::beam::{ACTIONS, BeamCache, Origin, beam, cache_key, fnv1a, kernel_actions, neighbours};
 use wgrad_engine::device::{available_devices, open_device};
 use wgrad_engine::{Backend, EngineError, Launch};
 use wgrad_ops::{Ops, UOp};
@@ -144,6 +145,42 @@ fn candidates_are_one_legal_action_away_within_the_limits() {
     ] {
         assert!(every_op.contains(&op), "{op}");
     }
+}
+
+#[test]
+fn refinement_changes_one_opt_of_the_hand_coded_plan() {
+    let target = Target {
+        max_local_size: vec![1024, 1024, 64],
+        max_local_invocations: 1024,
+        shared_max: 49152,
+        ..Target::generic_gpu()
+    };
+    let base = Kernel::new(&matmul(1024, 1024, 1024), target).unwrap();
+    let mut default = base.clone();
+    hand_coded_optimizations(&mut default);
+    let plan = default.applied_opts().to_vec();
+    assert!(plan.len() >= 6 && plan.last() == Some(&Opt::double_stage()), "a staged register tile: {plan:?}");
+    let next = neighbours(&base, &plan);
+    let lists: Vec<Vec<Opt>> = next.iter().map(|k| k.applied_opts().to_vec()).collect();
+    assert!(lists.len() > 10, "{}", lists.len());
+    for (i, list) in lists.iter().enumerate() {
+        assert_ne!(list, &plan, "the plan itself is not a neighbour");
+        assert!(!lists[..i].contains(list), "each list once: {list:?}");
+        let differing = list.iter().zip(&plan).filter(|(a, b)| a != b).count();
+        let dropped = plan.len() - list.len();
+        assert!(
+            (dropped == 0 && differing == 1)
+                || (dropped == 1 && plan.iter().filter(|o| !list.contains(o)).count() <= 1),
+            "one change: {list:?} from {plan:?}"
+        );
+    }
+    // the first upcast halved, and one block instead of two
+    let halved = Opt { arg: plan[0].arg / 2, ..plan[0] };
+    assert!(lists.iter().any(|l| l[0] == halved && l[1..] == plan[1..]), "{lists:?}");
+    let one_block: Vec<Opt> = plan[..plan.len() - 1].iter().copied().chain([Opt::stage()]).collect();
+    assert!(lists.contains(&one_block));
+    // a list that breaks a later opt (an axis used up) is no candidate
+    assert!(next.iter().all(|k| k.applied_opts().len() + 1 >= plan.len()));
 }
 
 fn refusal(path: &Path) -> String {

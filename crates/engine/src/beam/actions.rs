@@ -52,7 +52,7 @@ fn whole_axis_twice(k: &Kernel, opt: &Opt) -> bool {
 
 /// Whether a candidate's registers and workgroup stay within the search's limits (a tensor
 /// core's tile axes, spread over its subgroup, do not count).
-fn within_limits(k: &Kernel) -> bool {
+pub(super) fn within_limits(k: &Kernel) -> bool {
     let (mut upcast, mut local) = (1, 1);
     let tile_axes = if k.tensor_core().is_some() { 3 } else { 0 };
     let kinds = k.axis_kinds();

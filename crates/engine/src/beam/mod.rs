@@ -9,6 +9,7 @@
 mod actions;
 mod disk;
 mod inputs;
+mod refine;
 mod search;
 
 use std::time::{Duration, Instant};
@@ -20,6 +21,7 @@ pub use actions::{ACTIONS, kernel_actions};
 pub use disk::{
     BUSY_TIMEOUT, BeamCache, CACHE_DB_ENV, cache_key, default_cache_path, fnv1a, set_cache_path, shared_cache,
 };
+pub use refine::{REFINE_ROUNDS, neighbours};
 pub use search::{MAX_UOPS, MIN_PROGRESS, RUNS, SAMPLE_WORKGROUPS, Searched, search, time_opts};
 pub use wgrad_codegen::{Opt, OptMode, OptOps};
 
@@ -60,8 +62,9 @@ impl Beamed {
                     None => String::new(),
                 };
                 format!(
-                    "searched {} rounds, {} candidates in {:.2} s: {:.2} us, default opts {:.2} us{verdict}",
+                    "searched {} rounds (+{} refined), {} candidates in {:.2} s: {:.2} us, default opts {:.2} us{verdict}",
                     s.rounds,
+                    s.refined,
                     s.timed,
                     s.elapsed.as_secs_f64(),
                     us(s.time),

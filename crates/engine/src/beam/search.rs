@@ -10,9 +10,10 @@
 //! it. Before each candidate the device's clocks are brought up ([`Backend::raise_clocks`]):
 //! a GPU whose driver lowered them while the host compiled would time the first candidates of
 //! a round slower than the last. The search stops when a round gains less than
-//! [`MIN_PROGRESS`]. The winner is then timed against the default
-//! opts on the whole grid (tinygrad's `BEAM_COMPARE`), and kept only if faster and if its
-//! results match the default opts' on the same random inputs.
+//! [`MIN_PROGRESS`]. Then the faster of its winner and the default (hand-coded) opts is
+//! refined: a hill climb over the lists one opt change away (`refine.rs`). The result is
+//! timed against the default opts on the whole grid (tinygrad's `BEAM_COMPARE`), and kept
+//! only if faster and if its results match the default opts' on the same random inputs.
 
 use std::collections::HashSet;
 use std::hash::{BuildHasher, RandomState};
@@ -24,6 +25,7 @@ use wgrad_ops::UOp;
 
 use super::actions::kernel_actions;
 use super::inputs::{Inputs, compare_results};
+use super::refine::{REFINE_ROUNDS, neighbours};
 use crate::{Backend, CompiledProgram, EngineError, flags};
 
 /// Timing runs per candidate (the fastest counts).
@@ -49,8 +51,10 @@ pub struct Searched {
     pub default_opts: Vec<Opt>,
     /// The default opts' device time, measured the same way.
     pub default_time: Duration,
-    /// Rounds run.
+    /// Rounds of the beam run.
     pub rounds: usize,
+    /// Refinement rounds that found a faster list (`refine.rs`).
+    pub refined: usize,
     /// Candidates timed over all rounds.
     pub timed: usize,
     /// Wall time of the search.
@@ -135,10 +139,15 @@ impl Round<'_> {
     /// unless its source was timed before: how many there were, and the timed ones, fastest
     /// first.
     fn run(&mut self, beam: &[Member], early_stop: Duration) -> (usize, Vec<Timed>) {
-        let expanded: Vec<Kernel> = beam.iter().flat_map(|(k, _, _)| kernel_actions(k)).collect();
-        let count = expanded.len();
+        self.time_all(beam.iter().flat_map(|(k, _, _)| kernel_actions(k)).collect(), early_stop)
+    }
+
+    /// `kernels` compiled in parallel and timed one by one unless their source was timed
+    /// before: how many there were, and the timed ones, fastest first.
+    fn time_all(&mut self, kernels: Vec<Kernel>, early_stop: Duration) -> (usize, Vec<Timed>) {
+        let count = kernels.len();
         let compiled: Vec<Option<Candidate>> =
-            expanded.into_par_iter().map(|k| compile_candidate(k, self.backend, self.name)).collect();
+            kernels.into_par_iter().map(|k| compile_candidate(k, self.backend, self.name)).collect();
         let mut timed: Vec<Timed> = vec![];
         for candidate in compiled.into_iter().flatten() {
             let p = &candidate.program;
@@ -156,6 +165,29 @@ impl Round<'_> {
     }
 }
 
+impl Round<'_> {
+    /// The hill climb of `refine.rs` from `start` (a kernel of `base`'s, its program unless
+    /// it has the default opts, its sampled time): the best kernel found. Counts the rounds
+    /// that gained in `refined` and the candidates timed in `timed`.
+    fn refine(&mut self, base: &Kernel, start: Member, refined: &mut usize, timed: &mut usize) -> Member {
+        let mut best = start;
+        for _ in 0..REFINE_ROUNDS {
+            let (count, results) =
+                self.time_all(neighbours(base, best.0.applied_opts()), best.2.saturating_mul(3));
+            *timed += results.len();
+            let gained = results.into_iter().next().filter(|t| best.2.saturating_sub(t.time) >= MIN_PROGRESS);
+            if flags::debug() >= 2 {
+                let us = gained.as_ref().map_or(best.2, |t| t.time).as_secs_f64() * 1e6;
+                eprintln!("beam {}: refined from {count:4} candidates: {us:10.2} us", self.name);
+            }
+            let Some(t) = gained else { break };
+            best = (t.candidate.kernel, Some(t.candidate.program), t.time);
+            *refined += 1;
+        }
+        best
+    }
+}
+
 /// Searches for the opts of `ast` on `backend` keeping `width` kernels per round (at least
 /// one; `name` names the kernel in DEBUG output).
 pub fn search(ast: &UOp, backend: &dyn Backend, width: usize, name: &str) -> Result<Searched, EngineError> {
@@ -170,8 +202,8 @@ pub fn search(ast: &UOp, backend: &dyn Backend, width: usize, name: &str) -> Res
     let default_sampled = time_program(backend, &inputs, &default_program, RUNS, Duration::MAX, true)?;
     let mut round =
         Round { backend, inputs: &inputs, name, seen: HashSet::new(), hasher: RandomState::new() };
-    let mut beam: Vec<Member> = vec![(base, None, Duration::MAX)];
-    let (mut rounds, mut timed) = (0, 0);
+    let mut beam: Vec<Member> = vec![(base.clone(), None, Duration::MAX)];
+    let (mut rounds, mut timed, mut refined) = (0, 0, 0);
     loop {
         let (count, results) = round.run(&beam, beam[0].2.min(default_sampled).saturating_mul(3));
         (rounds, timed) = (rounds + 1, timed + results.len());
@@ -195,8 +227,12 @@ pub fn search(ast: &UOp, backend: &dyn Backend, width: usize, name: &str) -> Res
             break;
         }
     }
-    let (winner, winner_program, _) = beam.swap_remove(0);
     let default_opts = default.applied_opts().to_vec();
+    let start_from = match beam.swap_remove(0) {
+        best if best.2 < default_sampled => best,
+        _ => (default.clone(), None, default_sampled),
+    };
+    let (winner, winner_program, _) = round.refine(&base, start_from, &mut refined, &mut timed);
     let default_time = time_program(backend, &inputs, &default_program, RUNS, Duration::MAX, false)?;
     let (mut opts, mut time, mut mismatch) = (default_opts.clone(), default_time, None);
     if let Some(program) = winner_program.filter(|_| winner.applied_opts() != default_opts) {
@@ -208,5 +244,15 @@ pub fn search(ast: &UOp, backend: &dyn Backend, width: usize, name: &str) -> Res
             }
         }
     }
-    Ok(Searched { opts, time, default_opts, default_time, rounds, timed, elapsed: start.elapsed(), mismatch })
+    Ok(Searched {
+        opts,
+        time,
+        default_opts,
+        default_time,
+        rounds,
+        refined,
+        timed,
+        elapsed: start.elapsed(),
+        mismatch,
+    })
 }
