@@ -13,7 +13,7 @@
 //! Both factors are staged in workgroup memory, two blocks of each (STAGE 2, `tile_stage.rs`);
 //! an `x @ W.T` whose blocks cannot be staged (masked by a PADTO) keeps its threads mostly
 //! along `m` and its `n` outputs neighbours ([`THREADS_ALONG_K`]). The tile shrinks while it
-//! would leave fewer threads than half the target's `parallelism`.
+//! would leave fewer threads than a quarter of the target's `parallelism` ([`THREAD_SHARE`]).
 //!
 //! Measured on an H200 (f32, TFLOP/s): 4096^3 `x @ W` 32.8 -> 40.2 with the interleave, `x @
 //! W.T` 25.4 -> 36.9 (which had kept one block and 4 threads along `n`, 32 along `m`); MiniLM's
@@ -26,8 +26,14 @@ use super::operands::{mul_operands, strides};
 use super::{int, try_opt};
 use crate::{Kernel, OptOps};
 
-/// Tiles `(um, un)` in order of preference.
-const TILES: [(usize, usize); 7] = [(8, 8), (4, 8), (8, 4), (4, 4), (2, 4), (4, 2), (2, 2)];
+/// Tiles `(um, un)` in order of preference. 8x4 before 4x8: an H200's f32 1024^3 68.2 against
+/// 71.5 us, 2048x384x2048 127.4 against 133.7, 4096x384x4096 397.1 against 413.6.
+const TILES: [(usize, usize); 7] = [(8, 8), (8, 4), (4, 8), (4, 4), (2, 4), (4, 2), (2, 2)];
+/// A tile may leave as few threads as the target's `parallelism` over this. With 2 (a half),
+/// an H200's f32 1024^3 and `(m, k) @ (k, n)` with few outputs and a long reduce fell to 4x4
+/// or 2x4 tiles: 1024^3 87.0 us (8x4: 68.2), 2048x384x2048 192.6 (127.4), 4096x384x4096
+/// 505.4 (397.1); 2048^3 keeps 8x8 either way (469.0 us; 8x4 495.2).
+const THREAD_SHARE: usize = 4;
 /// Largest workgroup a tile kernel uses (128 beat 256 for the GEMMs measured on an H200).
 const MAX_WORKGROUP: usize = 128;
 /// Output axes no tile divides are padded to a multiple of this.
@@ -99,7 +105,7 @@ impl Plan {
         let ms: Vec<usize> = (0..fr).rev().filter(|&i| only(&sb, &sa, i)).collect();
         let ns: Vec<usize> = (0..fr).rev().filter(|&i| only(&sa, &sb, i)).collect();
         let outputs = sizes[..fr].iter().product();
-        let min_threads = k.target().parallelism / 2;
+        let min_threads = k.target().parallelism / THREAD_SHARE;
         let along_k = sb.get(fu - 1) == Some(&Some(1));
         (!ms.is_empty() && !ns.is_empty()).then_some(Plan { sizes, ms, ns, outputs, min_threads, along_k })
     }

@@ -30,9 +30,10 @@ fn matmul_upcasts_broadcasts_unrolls_and_locals() {
 
 #[test]
 fn matmul_tiles_respect_the_target() {
-    // a CPU-like target wants few threads: a register tile, no workgroup
+    // a CPU-like target wants few threads: a register tile (8x8 leaves 64 threads, a quarter of
+    // its 256), no workgroup
     let none = optimized(&matmul_ast(64, 64, 64), Target::no_locals());
-    assert_eq!(none.applied_opts(), opts(&[(Upcast, 0, 4), (Upcast, 1, 8), (Unroll, 0, 8)]));
+    assert_eq!(none.applied_opts(), opts(&[(Upcast, 0, 8), (Upcast, 1, 8), (Unroll, 0, 8)]));
     let tiny = optimized(&matmul_ast(64, 64, 64), Target::tiny());
     assert_eq!(tiny.upcasted(), 4, "m, n by 4, the unroll, n by 2: {}", tiny.describe());
     assert!(tiny.local_size() <= 8);
@@ -299,10 +300,14 @@ fn a_tile_of_at_most_4_columns_is_not_interleaved() {
 
 #[test]
 fn smaller_gemm_takes_a_smaller_tile_to_keep_threads() {
-    // an 8x8 tile would leave 16384 threads for a 1024^2 output: the tile shrinks to 4x4
+    // an 8x8 tile would leave 16384 threads for a 1024^2 output, under a quarter of the
+    // target's 1 << 17: the tile shrinks to 8x4 (32768 threads; 8x4 before 4x8)
     let k = optimized(&matmul_ast(1024, 1024, 1024), big_gpu());
-    let want = [(Upcast, 0, 4), (Upcast, 1, 4), (Unroll, 0, 8), (Local, 1, 16), (Local, 0, 8)];
+    let want = [(Upcast, 0, 8), (Upcast, 1, 4), (Unroll, 0, 8), (Local, 1, 16), (Local, 0, 8)];
     assert_eq!(k.applied_opts(), [opts(&want), vec![Opt::double_stage()]].concat());
+    // fewer outputs still: 4x4 (a 1024x512 output, 32768 threads)
+    let small = optimized(&matmul_ast(1024, 512, 2048), big_gpu());
+    assert_eq!(small.applied_opts()[..2], opts(&[(Upcast, 0, 4), (Upcast, 1, 4)]));
     // odd sizes take the tile that divides them
     let odd = optimized(&matmul_ast(1000, 1020, 999), big_gpu());
     assert_eq!(odd.upcasted(), 2, "{}", odd.describe());
