@@ -135,9 +135,7 @@ struct Round<'a> {
 }
 
 impl Round<'_> {
-    /// Every kernel one action from the beam, compiled in parallel and timed one by one
-    /// unless its source was timed before: how many there were, and the timed ones, fastest
-    /// first.
+    /// Every kernel one action from the beam, through [`Round::time_all`].
     fn run(&mut self, beam: &[Member], early_stop: Duration) -> (usize, Vec<Timed>) {
         self.time_all(beam.iter().flat_map(|(k, _, _)| kernel_actions(k)).collect(), early_stop)
     }
@@ -151,8 +149,7 @@ impl Round<'_> {
         let mut timed: Vec<Timed> = vec![];
         for candidate in compiled.into_iter().flatten() {
             let p = &candidate.program;
-            let source = self.backend.source(p).unwrap_or_else(|| p.program.to_string());
-            if !self.seen.insert(self.hasher.hash_one(source)) {
+            if !self.first_sight(p) {
                 continue;
             }
             // a candidate the device fails to run is dropped, as one that fails to compile
@@ -163,9 +160,13 @@ impl Round<'_> {
         timed.sort_by_key(|t| t.time);
         (count, timed)
     }
-}
 
-impl Round<'_> {
+    /// Whether `program`'s device source is seen for the first time (and notes it).
+    fn first_sight(&mut self, program: &CompiledProgram) -> bool {
+        let source = self.backend.source(program).unwrap_or_else(|| program.program.to_string());
+        self.seen.insert(self.hasher.hash_one(source))
+    }
+
     /// The hill climb of `refine.rs` from `start` (a kernel of `base`'s, its program unless
     /// it has the default opts, its sampled time): the best kernel found. Counts the rounds
     /// that gained in `refined` and the candidates timed in `timed`.
@@ -202,6 +203,8 @@ pub fn search(ast: &UOp, backend: &dyn Backend, width: usize, name: &str) -> Res
     let default_sampled = time_program(backend, &inputs, &default_program, RUNS, Duration::MAX, true)?;
     let mut round =
         Round { backend, inputs: &inputs, name, seen: HashSet::new(), hasher: RandomState::new() };
+    // a candidate with the default's source is the default: never timed as a candidate
+    round.first_sight(&default_program);
     let mut beam: Vec<Member> = vec![(base.clone(), None, Duration::MAX)];
     let (mut rounds, mut timed, mut refined) = (0, 0, 0);
     loop {
