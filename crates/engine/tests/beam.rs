@@ -9,7 +9,9 @@ use std::process::{Command, Stdio};
 use wgrad_codegen::hand_coded_optimizations;
 use wgrad_codegen::{AxisKind, Kernel, Opt, OptMode, OptOps, Target, compile};
 use wgrad_dtype::DType;
-use wgrad_engine::beam::{ACTIONS, BeamCache, Origin, beam, cache_key, fnv1a, kernel_actions, neighbours};
+use wgrad_engine::beam::{
+    ACTIONS, BeamCache, Origin, SEARCH_REVISION, beam, cache_key, fnv1a, kernel_actions, neighbours,
+};
 use wgrad_engine::device::{available_devices, open_device};
 use wgrad_engine::{Backend, EngineError, Launch};
 use wgrad_ops::{Ops, UOp};
@@ -251,7 +253,8 @@ fn keys_are_stable_text() {
     let key = cache_key(&matmul(8, 8, 8), backend.as_ref(), 2);
     assert_eq!(key, cache_key(&matmul(8, 8, 8), backend.as_ref(), 2));
     assert_ne!(key, cache_key(&matmul(8, 8, 4), backend.as_ref(), 2));
-    assert!(key.starts_with(&format!("wgrad {} BEAM=2\nCPU\n", env!("CARGO_PKG_VERSION"))), "{key}");
+    let head = format!("wgrad {} search {SEARCH_REVISION} BEAM=2\nCPU\n", env!("CARGO_PKG_VERSION"));
+    assert!(key.starts_with(&head), "{key}");
     assert!(key.contains("REDUCE_AXIS") && key.contains("DEFINE_GLOBAL"), "{key}");
 }
 

@@ -5,8 +5,8 @@
 //! - The file is `WGRAD_CACHE_DB`, else `wgrad/cache.db` in the user's cache directory
 //!   (`$XDG_CACHE_HOME`, else `~/Library/Caches` on macOS and `~/.cache` elsewhere);
 //!   `CACHELEVEL=0` turns it off.
-//! - A key ([`cache_key`]) names everything the choice depends on: wgrad's version, the beam
-//!   width, the device and driver ([`Backend::fingerprint`]), the codegen target and the
+//! - A key ([`cache_key`]) names everything the choice depends on: wgrad's version, the
+//!   search's revision ([`SEARCH_REVISION`]), the beam width, the device and driver ([`Backend::fingerprint`]), the codegen target and the
 //!   kernel AST printed in full (a stable text, never a Rust `Hash`). Rows are found by a
 //!   64-bit FNV-1a hash of the key and checked against the whole key, so a collision is a
 //!   miss, never a wrong hit.
@@ -44,11 +44,15 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS beam (
     opts TEXT NOT NULL
 )";
 
-/// The key of `ast`'s BEAM result on `backend` with `width`: wgrad's version, the width, the
-/// device's fingerprint, the target and the AST's listing, one per line.
+/// The revision of the search itself: raised when a search of the same kernel may choose
+/// better opts than before (2: the refinement of `refine.rs`), so older rows are not hits.
+pub const SEARCH_REVISION: u32 = 2;
+
+/// The key of `ast`'s BEAM result on `backend` with `width`: wgrad's version and the search's
+/// revision, the width, the device's fingerprint, the target and the AST's listing, one per line.
 pub fn cache_key(ast: &UOp, backend: &dyn Backend, width: usize) -> String {
     format!(
-        "wgrad {} BEAM={width}\n{}\n{:?}\n{}",
+        "wgrad {} search {SEARCH_REVISION} BEAM={width}\n{}\n{:?}\n{}",
         env!("CARGO_PKG_VERSION"),
         backend.fingerprint(),
         backend.target(),

@@ -19,7 +19,8 @@ use wgrad_ops::UOp;
 
 pub use actions::{ACTIONS, kernel_actions};
 pub use disk::{
-    BUSY_TIMEOUT, BeamCache, CACHE_DB_ENV, cache_key, default_cache_path, fnv1a, set_cache_path, shared_cache,
+    BUSY_TIMEOUT, BeamCache, CACHE_DB_ENV, SEARCH_REVISION, cache_key, default_cache_path, fnv1a,
+    set_cache_path, shared_cache,
 };
 pub use refine::{REFINE_ROUNDS, neighbours};
 pub use search::{MAX_UOPS, MIN_PROGRESS, RUNS, SAMPLE_WORKGROUPS, Searched, search, time_opts};
