@@ -5,9 +5,13 @@
 //! the heuristics' longer plans (a register tile is seven opts in an order whose first steps
 //! alone are slow), and it cannot change an opt once taken. Each refinement round times every
 //! list one change away from the best so far: an opt dropped, or its amount replaced (a
-//! STAGE's blocks 1 <-> 2); the best replaces it while it gains [`MIN_PROGRESS`](super::MIN_PROGRESS), for at most
-//! [`REFINE_ROUNDS`] rounds. An opt after a changed one may land on another axis or no
-//! longer apply: such lists are other candidates, or none.
+//! STAGE's blocks 1 <-> 2); the best replaces it while it gains
+//! [`MIN_PROGRESS`](super::MIN_PROGRESS), for at most [`REFINE_ROUNDS`] rounds. An opt after a
+//! changed one may land on another axis or no longer apply: such lists are other candidates,
+//! or none.
+//!
+//! Measured on an H200 (`beam::search`, width 2): MiniLM's attention `PV` (f32) 80.5 -> 75.3
+//! us with 4 query rows a thread instead of 8, which the beam alone did not find.
 
 use wgrad_codegen::{Kernel, Opt, OptOps};
 
@@ -41,8 +45,8 @@ fn changed(opts: &[Opt]) -> Vec<Vec<Opt>> {
     lists
 }
 
-/// Every kernel whose opts are one change away from `opts` (see [`changed`]), applied in
-/// order to `base`, each once: lists `apply_opt` refuses or that leave the search's limits
+/// Every kernel whose opts are one change away from `opts` (an opt dropped or its amount
+/// replaced, as the module says), applied in order to `base`, each once: lists `apply_opt` refuses or that leave the search's limits
 /// (upcast <= 256, workgroup <= 1024) are left out.
 pub fn neighbours(base: &Kernel, opts: &[Opt]) -> Vec<Kernel> {
     let mut out: Vec<Kernel> = vec![];
