@@ -226,8 +226,9 @@ fn unroll_rest(k: &mut Kernel) {
 /// [`SKINNY_TILE`] outputs, 4 along the shorter axis and 2 along the longer (each load of a
 /// factor serves the other's lanes: the weight is read once per 4 rows, not once per row),
 /// and a group of threads splits the reduce into runs of neighbours (GROUPTOP; each run is
-/// unrolled whole after, as every grouped plan's rest is), the group the smallest power of two within [`SKINNY_GROUPS`] that brings
-/// the threads up to the target's parallelism and leaves each thread [`MIN_ITERATIONS`] steps.
+/// unrolled whole after, as every grouped plan's rest is), the group the smallest power of two
+/// within [`SKINNY_GROUPS`] that brings the threads up to the target's parallelism and leaves
+/// each thread [`MIN_ITERATIONS`] steps.
 /// BEAM's picks for MiniLM's 16-row float32 projections on an H200, as a rule: QKV 17.8 ->
 /// 8.9 us, FFN up 21.2 -> 10.5, FFN down 13.3 -> 9.7, attention output 9.6 -> 7.4, where a
 /// group of 16 to 32 threads summed each output alone (docs/PERFORMANCE.md).

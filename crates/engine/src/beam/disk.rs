@@ -6,10 +6,10 @@
 //!   (`$XDG_CACHE_HOME`, else `~/Library/Caches` on macOS and `~/.cache` elsewhere);
 //!   `CACHELEVEL=0` turns it off.
 //! - A key ([`cache_key`]) names everything the choice depends on: wgrad's version, the
-//!   search's revision ([`SEARCH_REVISION`]), the beam width, the device and driver ([`Backend::fingerprint`]), the codegen target and the
-//!   kernel AST printed in full (a stable text, never a Rust `Hash`). Rows are found by a
-//!   64-bit FNV-1a hash of the key and checked against the whole key, so a collision is a
-//!   miss, never a wrong hit.
+//!   search's revision ([`SEARCH_REVISION`]), the beam width, the device and driver
+//!   ([`Backend::fingerprint`]), the codegen target and the kernel AST printed in full (a
+//!   stable text, never a Rust `Hash`). Rows are found by a 64-bit FNV-1a hash of the key and
+//!   checked against the whole key, so a collision is a miss, never a wrong hit.
 //! - Several processes may share the file: SQLite locks it (WAL journal, writers wait up to
 //!   [`BUSY_TIMEOUT`]); a row is written whole or not at all.
 //! - A file that is not an SQLite database, or that another program (or another schema

@@ -46,8 +46,8 @@ fn changed(opts: &[Opt]) -> Vec<Vec<Opt>> {
 }
 
 /// Every kernel whose opts are one change away from `opts` (an opt dropped or its amount
-/// replaced, as the module says), applied in order to `base`, each once: lists `apply_opt` refuses or that leave the search's limits
-/// (upcast <= 256, workgroup <= 1024) are left out.
+/// replaced, as the module says), applied in order to `base`, each once: lists `apply_opt`
+/// refuses or that leave the search's limits (upcast <= 256, workgroup <= 1024) are left out.
 pub fn neighbours(base: &Kernel, opts: &[Opt]) -> Vec<Kernel> {
     let mut out: Vec<Kernel> = vec![];
     for list in changed(opts) {
