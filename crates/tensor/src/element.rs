@@ -32,9 +32,12 @@ macro_rules! element {
                 $from
             }
             fn to_le_bytes(values: &[Self]) -> Vec<u8> {
-                let mut out = Vec::with_capacity(std::mem::size_of_val(values));
-                for &$v in values {
-                    out.extend_from_slice(&<$raw>::to_le_bytes($bits));
+                // fixed-size chunks of a zeroed buffer, so the loop vectorizes (pushing each
+                // element's bytes made three uploads of 16,384 elements take 79 us, not 32)
+                const SIZE: usize = std::mem::size_of::<$raw>();
+                let mut out = vec![0u8; values.len() * SIZE];
+                for (chunk, &$v) in out.chunks_exact_mut(SIZE).zip(values) {
+                    chunk.copy_from_slice(&<$raw>::to_le_bytes($bits));
                 }
                 out
             }
