@@ -181,8 +181,15 @@ impl Backend for WgpuBackend {
             return Err(EngineError::DataSize { got: bytes.len(), expected, len: buf.len, dtype: buf.dtype });
         }
         // queue writes move whole 4-byte words: pad the tail of 1- and 2-byte element arrays
-        let mut padded = bytes.to_vec();
-        padded.resize(bytes.len().next_multiple_of(4), 0);
+        // (a copy only for those)
+        let padded = match bytes.len() % 4 {
+            0 => std::borrow::Cow::Borrowed(bytes),
+            _ => {
+                let mut padded = bytes.to_vec();
+                padded.resize(bytes.len().next_multiple_of(4), 0);
+                std::borrow::Cow::Owned(padded)
+            }
+        };
         self.device.write(buffer(buf)?, 0, &padded).map_err(|e| self.runtime(e))
     }
 
