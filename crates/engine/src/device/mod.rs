@@ -83,8 +83,9 @@ pub struct Swap<'a> {
 /// Launches prepared once (checked, and on wgpu with their bind groups made) to run many
 /// times as one submission: a captured JIT's kernels on one device.
 pub trait Graph: Send + Sync {
-    /// Runs every launch in order as one submission with `swaps` applied (sorted by
-    /// launch); per-launch device times when `timed`.
+    /// Runs every launch in order with `swaps` applied (sorted by launch), handed to the
+    /// device in one submission or, untimed, in parts so the device starts early; per-launch
+    /// device times when `timed`.
     fn run(&self, swaps: &[Swap<'_>], timed: bool) -> Result<Vec<Option<Duration>>, EngineError>;
 }
 
