@@ -446,3 +446,22 @@ fn a_skinny_product_takes_rows_together_and_groups_its_reduce() {
     let big = optimized(&half(1024, 1024, 1024), gpu);
     assert_eq!(big.applied_opts()[0], opt(Tc, 0, 0), "{}", big.describe());
 }
+
+#[test]
+fn a_batch_of_narrow_products_keeps_each_workgroup_in_one_matrix() {
+    // (1536 x 128 x 128) @ (1536 x 128 x 32), as attention's `P @ V`: 8x8 would leave 4
+    // threads along n and 16 along m, 64 of a workgroup's 128, and spread it over two
+    // matrices; 8x4 fills it within one
+    let (b, m, n, k) = (1536, 128, 32, 128);
+    let p = load(1, strided(&[b, m, n, k], &[m * k, k, 0, 1], 0));
+    let v = load(2, strided(&[b, m, n, k], &[k * n, 0, 1, n], 0));
+    let kernel = optimized(&store_ast(st(&[b, m, n, 1]), (p * v).reduce_axis(Ops::Add, &[3])), big_gpu());
+    let want = [(Upcast, 1, 8), (Upcast, 2, 4), (Unroll, 0, 8), (Local, 2, 8), (Local, 1, 16)];
+    assert_eq!(kernel.applied_opts(), [opts(&want), vec![Opt::double_stage()]].concat());
+    // 64 columns fill it with the 8x8 tile
+    let wide = load(2, strided(&[b, m, 64, k], &[k * 64, 0, 1, 64], 0));
+    let p = load(1, strided(&[b, m, 64, k], &[m * k, k, 0, 1], 0));
+    let kernel = optimized(&store_ast(st(&[b, m, 64, 1]), (p * wide).reduce_axis(Ops::Add, &[3])), big_gpu());
+    assert_eq!(kernel.applied_opts()[..2], opts(&[(Upcast, 1, 8), (Upcast, 2, 4)]));
+    assert!(kernel.applied_opts().contains(&opt(Upcast, 2, 2)), "{}", kernel.describe_opts());
+}
