@@ -173,6 +173,31 @@ fn nll_loss_matches_the_host() {
 }
 
 #[test]
+fn erf_is_odd_and_keeps_its_limits() {
+    on_devices(|device| {
+        let x = [0.0f32, 0.25, 0.5, 1.0, 2.0, 3.5, f32::INFINITY, f32::NAN];
+        let both: Vec<f32> = x.iter().flat_map(|&v| [v, -v]).collect();
+        let erf = Tensor::from_slice(&both, &[both.len()]).unwrap().erf().to_vec::<f32>().unwrap();
+        // erf(0.5), erf(1), erf(2) to 9 places
+        let known = [(2, 0.520_499_878), (3, 0.842_700_793), (4, 0.995_322_265)];
+        for (i, pair) in erf.chunks(2).enumerate() {
+            match x[i] {
+                v if v.is_nan() => assert!(pair[0].is_nan() && pair[1].is_nan(), "{device}: erf(NaN)"),
+                v => {
+                    assert_eq!(pair[0], -pair[1], "{device}: erf(-{v}) = -erf({v})");
+                    assert!(pair[0].abs() <= 1.0 && (v < 3.0 || pair[0] > 0.999_99), "{device}: erf({v})");
+                }
+            }
+        }
+        assert!(erf[0].abs() < 1e-6, "{device}: erf(0) = {}", erf[0]);
+        assert_eq!((erf[12], erf[13]), (1.0, -1.0), "{device}: erf(+-inf)");
+        for (i, want) in known {
+            assert!((f64::from(erf[2 * i]) - want).abs() < 2e-6, "{device}: erf({}) = {}", x[i], erf[2 * i]);
+        }
+    });
+}
+
+#[test]
 fn predicates_and_bit_ops_are_exact() {
     on_devices(|device| {
         let x = Tensor::from_slice(&[1.0f32, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, -0.0, 2.0], &[6])
