@@ -181,8 +181,8 @@ impl Tensor {
     }
 
     /// The error function (Abramowitz and Stegun 7.1.26, error below 1.5e-7): `erf(|x|)`
-    /// with the sign of `x` chosen by one comparison (`sign`'s three-way select made a GELU
-    /// epilogue longer by about a fifth).
+    /// with the sign of `x` chosen by one comparison (with `sign`'s three-way select, an
+    /// H200 took 511 us for MiniLM's f32 FFN up with its GELU, against 506.5).
     pub fn erf(&self) -> Tensor {
         let x = self.as_float();
         let negative = ok(x.lt(0));
