@@ -2,13 +2,15 @@
 //! process-wide): an eager loop reuses its schedules (schedule cache hits), kernels (a new
 //! learning rate every step included) and pooled buffers, a realize read back is one
 //! submission, and a jitted loop of 100 steps creates no buffers and no bind groups after its
-//! first replay; with `JIT=0` a jitted function runs every call.
+//! first replay; with `JIT=0` a jitted function runs every call; a long replay reaches an idle
+//! GPU in parts, a software adapter in one submit.
 
 mod common;
 
 use std::cell::RefCell;
 use std::time::Duration;
 
+use wgrad_engine::device::open_device;
 use wgrad_engine::{counters, flags, reset_counters};
 use wgrad_tensor::nn::{Linear, Module};
 use wgrad_tensor::optim::{Adam, Optimizer};
@@ -123,6 +125,30 @@ fn loops_reuse_schedules_kernels_buffers_and_bind_groups() {
             assert!(eager.call(&[]).is_err());
             assert_eq!((counters().jit_replays, eager.captured_kernels()), (97, None), "{device}");
             flags::set_jit(true);
+
+            // a replay of more launches than a graph's first part reaches an idle GPU in parts
+            // (it starts while the host records the rest); a device on the host's cores gets
+            // it in one submit
+            let w: Vec<f32> = (0..64).map(|i| (i % 7) as f32 / 8.0 - 0.4).collect();
+            let w = Tensor::from_vec(w, &[8, 8]).unwrap();
+            let chain = |x: &Tensor| (0..12).try_fold(x.clone(), |y, _| y.matmul(&w).map(|y| y.relu()));
+            let mut long = TinyJit::new(|x: &[Tensor]| Ok(vec![chain(&x[0])?]));
+            let on_host = open_device(&device).unwrap().runs_on_host();
+            for i in 0..4 {
+                let x = Tensor::from_vec((0..32).map(|j| (i * 32 + j) as f32 / 64.0).collect(), &[4, 8]);
+                let x = x.unwrap();
+                let want = chain(&x).unwrap().to_vec::<f32>().unwrap();
+                let submits = counters().submits;
+                let out = long.call(&[&x]).unwrap();
+                let parts = counters().submits - submits;
+                assert_eq!(out[0].to_vec::<f32>().unwrap(), want, "{device}: call {i}");
+                match (i >= 2, device == DeviceName::Cpu, on_host) {
+                    (false, ..) | (true, true, _) => {}
+                    (true, false, false) => assert!(parts >= 2, "{device}: replay {i} in {parts} submit(s)"),
+                    (true, false, true) => assert_eq!(parts, 1, "{device}: replay {i} on the host's cores"),
+                }
+            }
+            assert_eq!(long.captured_kernels(), Some(12), "{device}");
         });
     }
 }

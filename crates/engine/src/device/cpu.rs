@@ -135,6 +135,10 @@ impl Backend for CpuBackend {
         "CPU".into()
     }
 
+    fn runs_on_host(&self) -> bool {
+        true
+    }
+
     fn target(&self) -> &Target {
         &self.target
     }

@@ -118,6 +118,9 @@ pub struct Held {
 pub trait Backend: Send + Sync {
     /// The device's name for messages and DEBUG output: `"CPU"`, `"WGPU (NVIDIA H200)"`.
     fn name(&self) -> String;
+    /// Whether its kernels run on the host's own cores (the CPU interpreter, a software
+    /// adapter such as Mesa lavapipe).
+    fn runs_on_host(&self) -> bool;
     /// The codegen target kernels for this device are optimised for.
     fn target(&self) -> &Target;
     /// A buffer of `len` elements of `dtype` (contents unspecified until written).

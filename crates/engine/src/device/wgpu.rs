@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use wgrad_codegen::{Program, Target};
 use wgrad_dtype::DType;
-use wgrad_runtime_wgpu::{Batch, Buffer, Device, GpuProgram, Prepared, RuntimeError, adapters};
+use wgrad_runtime_wgpu::{Batch, Buffer, Device, DeviceKind, GpuProgram, Prepared, RuntimeError, adapters};
 
 use super::{Backend, CompiledProgram, Created, DeviceBuffer, Graph, Held, Launch, Swap};
 use crate::EngineError;
@@ -21,10 +21,12 @@ use crate::counters::count_wait;
 /// The longest [`Backend::raise_clocks`] spins the device before a timing.
 const CLOCK_BUDGET: Duration = Duration::from_millis(500);
 
-/// Launches a graph's untimed run hands the device first; each later part takes twice as many
-/// (as tinygrad's JIT batches), so an idle device starts on the first while the host records
-/// the rest. An H200's MiniLM f32 batch (61 launches, synced each call): 10.63-10.66 ms wall
-/// in one part, 10.57 with 8 first, 10.59 with 16, 10.65-10.66 with 4.
+/// Launches a graph's untimed run hands a GPU first; each later part takes twice as many (as
+/// tinygrad's JIT batches), so an idle GPU starts on the first while the host records the
+/// rest. An H200's MiniLM f32 batch (61 launches, synced each call): 10.63-10.66 ms wall in
+/// one part, 10.57 with 8 first, 10.59 with 16, 10.65-10.66 with 4. A software adapter runs
+/// on the host's cores, so there is nothing to overlap: lavapipe's jitted MNIST step took
+/// 925 ms with parts against 853-890 in one.
 const FIRST_SUBMIT: usize = 8;
 
 /// A wgpu adapter as a device.
@@ -114,7 +116,7 @@ impl Graph for WgpuGraph {
     fn run(&self, swaps: &[Swap<'_>], timed: bool) -> Result<Vec<Option<Duration>>, EngineError> {
         let mut batch = self.device.batch();
         let mut swaps = swaps.iter().peekable();
-        let mut part = FIRST_SUBMIT;
+        let mut part = if self.device.adapter().kind == DeviceKind::Cpu { usize::MAX } else { FIRST_SUBMIT };
         for (i, launch) in self.launches.iter().enumerate() {
             if swaps.peek().is_none_or(|s| s.launch != i) {
                 batch.push(&launch.prepared);
@@ -173,6 +175,10 @@ impl WgpuBackend {
 impl Backend for WgpuBackend {
     fn name(&self) -> String {
         format!("WGPU ({})", self.device.adapter().name)
+    }
+
+    fn runs_on_host(&self) -> bool {
+        self.device.adapter().kind == DeviceKind::Cpu
     }
 
     fn target(&self) -> &Target {
