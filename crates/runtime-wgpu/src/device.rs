@@ -237,6 +237,12 @@ impl Device {
         &self.adapter
     }
 
+    /// Whether the adapter runs its work on the host's own cores (a software adapter such as
+    /// Mesa lavapipe).
+    pub fn runs_on_host(&self) -> bool {
+        self.adapter.kind == DeviceKind::Cpu
+    }
+
     /// The limits the device was created with.
     pub fn limits(&self) -> &DeviceLimits {
         &self.limits

@@ -112,7 +112,7 @@ impl Plan {
         let ns: Vec<usize> = (0..fr).rev().filter(|&i| only(&sa, &sb, i)).collect();
         let outputs = sizes[..fr].iter().product();
         let min_threads = k.target().parallelism / THREAD_SHARE;
-        let workgroup = k.target().has_local.then(|| MAX_WORKGROUP.min(k.target().max_local_invocations));
+        let workgroup = k.target().has_local.then(|| max_workgroup(k));
         let along_k = sb.get(fu - 1) == Some(&Some(1));
         (!ms.is_empty() && !ns.is_empty()).then_some(Plan {
             sizes,
@@ -201,6 +201,11 @@ fn tiled(
     workgroup(&mut tiled, &order, &caps, &remaining, (n, un / run)).then_some(tiled)
 }
 
+/// Threads a tile kernel's workgroup may have on `k`'s target: [`MAX_WORKGROUP`] at most.
+fn max_workgroup(k: &Kernel) -> usize {
+    MAX_WORKGROUP.min(k.target().max_local_invocations)
+}
+
 /// Unrolls the last reduce axis (of `size`): whole when at most 8, else by 8, 4 or 2.
 fn unroll_last_reduce(k: &mut Kernel, size: usize) {
     let axis = k.first_upcast() - 1 - k.first_reduce();
@@ -222,7 +227,7 @@ fn workgroup(
     sizes: &[usize],
     (n, amount): (usize, usize),
 ) -> bool {
-    let max = MAX_WORKGROUP.min(k.target().max_local_invocations);
+    let max = max_workgroup(k);
     // each axis's position now: an axis used up whole moves the later ones down
     let mut position: Vec<usize> = (0..sizes.len()).collect();
     for (&axis, &cap) in axes.iter().zip(caps) {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use wgrad_codegen::{Program, Target};
 use wgrad_dtype::DType;
-use wgrad_runtime_wgpu::{Batch, Buffer, Device, DeviceKind, GpuProgram, Prepared, RuntimeError, adapters};
+use wgrad_runtime_wgpu::{Batch, Buffer, Device, GpuProgram, Prepared, RuntimeError, adapters};
 
 use super::{Backend, CompiledProgram, Created, DeviceBuffer, Graph, Held, Launch, Swap};
 use crate::EngineError;
@@ -116,7 +116,7 @@ impl Graph for WgpuGraph {
     fn run(&self, swaps: &[Swap<'_>], timed: bool) -> Result<Vec<Option<Duration>>, EngineError> {
         let mut batch = self.device.batch();
         let mut swaps = swaps.iter().peekable();
-        let mut part = if self.device.adapter().kind == DeviceKind::Cpu { usize::MAX } else { FIRST_SUBMIT };
+        let mut part = if self.device.runs_on_host() { usize::MAX } else { FIRST_SUBMIT };
         for (i, launch) in self.launches.iter().enumerate() {
             if swaps.peek().is_none_or(|s| s.launch != i) {
                 batch.push(&launch.prepared);
@@ -178,7 +178,7 @@ impl Backend for WgpuBackend {
     }
 
     fn runs_on_host(&self) -> bool {
-        self.device.adapter().kind == DeviceKind::Cpu
+        self.device.runs_on_host()
     }
 
     fn target(&self) -> &Target {
