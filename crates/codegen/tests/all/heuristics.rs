@@ -183,6 +183,14 @@ fn many_short_rows_take_four_threads_a_row_and_unroll_every_load() {
     let k = optimized(&softmax, big_gpu());
     assert_eq!(k.applied_opts(), opts(&[(Local, 0, 8), (Unroll, 0, 4), (Group, 0, 4), (Unroll, 1, 0)]));
     assert_eq!(k.local_size(), 32, "{}", k.describe());
+    // with its key mask (by batch and key) the axes do not merge: the workgroup's 8 rows are
+    // neighbours in memory (8 queries), not 8 batches apart
+    let keys = load_dt(DType::BOOL, 2, strided(&[128, 12, 128, 128], &[128, 0, 0, 1], 0));
+    let x = keys.where_(&x, &UOp::constant(DType::F32, f32::NEG_INFINITY));
+    let max = x.reduce_axis(Ops::Max, &[3]);
+    let masked = store_ast(st(&[128, 12, 128, 1]), (&x - &max).exp2().reduce_axis(Ops::Add, &[3]) + max);
+    let k = optimized(&masked, big_gpu());
+    assert_eq!(k.applied_opts(), opts(&[(Local, 1, 8), (Unroll, 0, 4), (Group, 0, 4), (Unroll, 1, 0)]));
     // rows of 64: one step of 4 a thread
     let short = optimized(&sum_ast(&[1 << 18, 64], &[1]), big_gpu());
     assert_eq!(short.applied_opts(), opts(&[(Local, 0, 8), (Unroll, 0, 4), (Group, 0, 4), (Unroll, 1, 0)]));
