@@ -8,6 +8,7 @@
 //! [`Program`]. [`ast_eval`] is an independent reference evaluator of kernel ASTs for tests.
 
 pub mod ast_eval;
+mod factor;
 mod heuristic;
 mod kernel;
 mod opt;

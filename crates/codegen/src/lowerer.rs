@@ -418,7 +418,8 @@ pub(crate) struct Lowerer {
     sizes: Vec<Sint>,
     /// Per upcast axis, whether it is an unrolled reduce axis.
     unrolled: Vec<bool>,
-    /// The factor loads a register tile reads from workgroup memory (`tile_stage.rs`).
+    /// The factors (loads or expressions) a register tile reads from workgroup memory
+    /// (`tile_stage.rs`).
     staged: HashMap<UOp, Staged>,
 }
 
@@ -553,6 +554,9 @@ impl Lowerer {
         if let Some(done) = self.memo.borrow().get(&key) {
             return Ok(done.clone());
         }
+        if let Some(staged) = self.staged.get(u) {
+            return Ok(staged.load(u.dtype(), &self.idxs, self.fu, lane));
+        }
         let ret = match u.op() {
             Ops::Load => self.lower_load(u, lane)?,
             Ops::Store => self.lower_store(u, lane)?,
@@ -599,9 +603,6 @@ impl Lowerer {
     }
 
     fn lower_load(&mut self, u: &UOp, lane: &[i64]) -> Result<UOp, LowerError> {
-        if let Some(staged) = self.staged.get(u) {
-            return Ok(staged.load(u.dtype(), &self.idxs, self.fu, lane));
-        }
         let (buf, view) = (&u.src()[0], &u.src()[1]);
         if buf.op() != Ops::DefineLocal {
             let index = self.index(buf, view, &self.idxs, lane, None)?;

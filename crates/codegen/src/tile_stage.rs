@@ -7,20 +7,22 @@
 //! runs in the same barrier interval as the tiles' work on this one ([`stage_tiles`]). The
 //! block is laid out reduce axes outer and output axes inner, so a thread's lanes along its
 //! upcast output axis are neighbours (vector loads of workgroup memory), rows padded against
-//! bank conflicts. It takes every kernel whose one reduce is a sum
-//! of the product of two unmasked loads, with a workgroup and no grouped reduce, where the
+//! bank conflicts. It takes every kernel whose one reduce is a sum of the product of two
+//! factors, each an unmasked load or an expression of loads with an unmasked principal load
+//! (`factor.rs`: the copy computes the expression, so the tiles read its values), with a
+//! workgroup and no grouped reduce, where the
 //! blocks split evenly over the threads and fit the target's workgroup memory, once the STAGE
 //! opt asked for it (the last opt: later ones are refused, so the kernel stays stageable).
 
 use std::collections::{BTreeMap, HashMap};
 
 use wgrad_dtype::{AddrSpace, DType};
-use wgrad_ops::{Arg, Ops, UOp};
+use wgrad_ops::{Arg, Ops, UOp, UOpMap};
 use wgrad_shape::{IndexAlgebra, Sint};
 
 use crate::Kernel;
+use crate::factor::mul_factors;
 use crate::lowerer::{LowerError, Lowerer, unexpected};
-use crate::tensor_core::tc_factors;
 
 /// Elements of padding after each row of a staged block (16 bytes of f32).
 const ROW_PAD: i64 = 4;
@@ -61,7 +63,7 @@ impl Kernel {
         if self.staged == 2 && self.full_shape()[fr..fu].iter().any(|s| s.as_int().is_none()) {
             return None;
         }
-        let (a, b) = tc_factors(reduce)?;
+        let (a, b) = mul_factors(reduce)?;
         let threads = self.local_size();
         let stages = [self.stage_of(&a, threads)?, self.stage_of(&b, threads)?];
         let blocks = self.staged as i64;
@@ -69,9 +71,11 @@ impl Kernel {
         (bytes <= t.shared_max as i64).then_some(stages)
     }
 
-    /// The staged block of the factor `load`, for a workgroup of `threads`.
-    fn stage_of(&self, load: &UOp, threads: i64) -> Option<TileStage> {
-        let i = self.bufs.iter().position(|b| b == load)?;
+    /// The staged block of the factor `factor` (laid out as its principal load), for a
+    /// workgroup of `threads`.
+    fn stage_of(&self, factor: &UOp, threads: i64) -> Option<TileStage> {
+        let load = self.principal_load(factor)?;
+        let i = self.bufs.iter().position(|b| *b == load)?;
         let st = &self.sts[i];
         if load.src()[0].op() != Ops::DefineGlobal || st.has_mask() {
             return None;
@@ -114,7 +118,7 @@ impl Kernel {
         let vector = [4, 2, 1]
             .into_iter()
             .find(|&v| (v == 1 || contiguous) && size(last) % v == 0 && elements % (threads * v) == 0)?;
-        Some(TileStage { dtype: load.dtype(), copy, strides: layout, size: step, vector })
+        Some(TileStage { dtype: factor.dtype(), copy, strides: layout, size: step, vector })
     }
 }
 
@@ -141,7 +145,7 @@ impl Staged {
     }
 }
 
-/// Both factors of the optimised AST `ast` staged: each factor's staged form, by its load, and
+/// Both factors of the optimised AST `ast` staged: each factor's staged form, by its node, and
 /// the copies the kernel's sink must hold besides its outputs.
 ///
 /// With one block of each ([`Opt::stage`](crate::Opt::stage)), each reduce step copies its
@@ -160,14 +164,14 @@ pub(crate) fn stage_tiles(
 ) -> Result<(HashMap<UOp, Staged>, Vec<UOp>), LowerError> {
     let reduce =
         ast.toposort().into_iter().find(|u| u.op() == Ops::ReduceAxis).ok_or_else(|| unexpected(ast))?;
-    let (a, b) = tc_factors(&reduce).ok_or_else(|| unexpected(&reduce))?;
+    let (a, b) = mul_factors(&reduce).ok_or_else(|| unexpected(&reduce))?;
     let full = k.full_shape();
     let (fr, fu) = (k.first_reduce(), k.first_upcast());
     let blocks = k.staged as i64;
     let factors = [(&stages[0], a, "tile_a"), (&stages[1], b, "tile_b")].map(|(stage, load, name)| {
         let dtype = stage.dtype.ptr_sized(AddrSpace::Local, (blocks * stage.size) as usize);
         let local = UOp::new(Ops::DefineLocal, dtype, [], Arg::Str(name.into()));
-        Factor { stage, load, local }
+        Factor { stage, node: load, local }
     });
     let staged = |top: &UOp, halves: [UOp; 2]| -> HashMap<UOp, Staged> {
         factors
@@ -175,7 +179,7 @@ pub(crate) fn stage_tiles(
             .zip(halves)
             .map(|(f, half)| {
                 let strides = f.stage.strides.clone();
-                (f.load.clone(), Staged { local: f.local.clone(), top: top.clone(), half, strides })
+                (f.node.clone(), Staged { local: f.local.clone(), top: top.clone(), half, strides })
             })
             .collect()
     };
@@ -211,16 +215,18 @@ pub(crate) fn stage_tiles(
     Ok((staged(&top, halves(&step.rem(&two))), next_copies))
 }
 
-/// One factor being staged: its block, its load and its workgroup memory.
+/// One factor being staged: its block, its node (a load or an expression of loads) and its
+/// workgroup memory.
 struct Factor<'a> {
     stage: &'a TileStage,
-    load: UOp,
+    node: UOp,
     local: UOp,
 }
 
 /// The stores that copy both factors' blocks of the reduce step whose reduce axes' indices are
 /// `reduce_idxs` into their workgroup memories from element `halves[f]` on, each thread its
-/// share (the first local axis fastest), their global loads after `gate`.
+/// share (the first local axis fastest), their global loads after `gate`. An expression factor
+/// is computed there, from its loads at the element's indices.
 fn copies(
     k: &Kernel,
     lw: &Lowerer,
@@ -236,7 +242,7 @@ fn copies(
         .fold(UOp::index_const(0), |acc, a| acc.mul(&UOp::index_const(full[a].vmax())).add(&lw.idxs[a]));
     let threads = k.local_size();
     let mut stores = vec![];
-    for (Factor { stage, load, local }, half) in factors.iter().zip(halves) {
+    for (Factor { stage, node, local }, half) in factors.iter().zip(halves) {
         let elements: i64 = stage.copy.iter().map(|&a| full[a].vmax()).product();
         for round in 0..elements / (threads * stage.vector) {
             // the digits of this thread's vector, the last axis counted in vectors
@@ -262,10 +268,10 @@ fn copies(
                     position = position.add(&digit.mul(&UOp::index_const(stage.strides[&a])));
                     idxs[a] = digit;
                 }
-                let index = lw.index(&load.src()[0], &load.src()[1], &idxs, &[], None)?;
+                let value = lw.with_indices(idxs, HashMap::new()).lower(node, &[])?;
                 let value = match gate {
-                    Some(g) => UOp::load(stage.dtype, [index, g.clone()]),
-                    None => UOp::load(stage.dtype, [index]),
+                    Some(g) => after(&value, g),
+                    None => value,
                 };
                 let target = UOp::new(Ops::Index, local.dtype(), [local.clone(), position], Arg::None);
                 stores.push(UOp::store([target, value]));
@@ -273,7 +279,20 @@ fn copies(
         }
     }
     if stores.is_empty() {
-        return Err(unexpected(&factors[0].load));
+        return Err(unexpected(&factors[0].node));
     }
     Ok(stores)
+}
+
+/// The lowered `value` with each of its global loads that moves with the reduce loop ordered
+/// after `gate`; the others (an expression's per-row values) stay out of the loop.
+fn after(value: &UOp, gate: &UOp) -> UOp {
+    let in_loop = |u: &UOp| u.toposort().iter().any(|x| x.op() == Ops::Range);
+    let gated: UOpMap<UOp> = value
+        .toposort()
+        .into_iter()
+        .filter(|u| u.op() == Ops::Load && u.src().len() == 1 && in_loop(u))
+        .map(|u| (u.clone(), u.with_src([u.src()[0].clone(), gate.clone()])))
+        .collect();
+    value.substitute(&gated)
 }

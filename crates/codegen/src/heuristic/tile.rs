@@ -26,7 +26,7 @@
 //! against 7.1 with tinygrad's 4x4 rules; 1024^3 at 14.2 with a 4x4 tile (an 8x8 one leaves 64
 //! workgroups for 132 multiprocessors).
 
-use super::operands::{mul_operands, strides};
+use super::operands::{factor_operands, strides};
 use super::{int, try_opt};
 use crate::{Kernel, OptOps};
 
@@ -96,11 +96,14 @@ struct Plan {
     workgroup: Option<usize>,
     /// Whether the second load is contiguous along the reduce (`x @ W.T`).
     along_k: bool,
+    /// Whether a factor is an expression of loads, which only a staged tile computes once
+    /// per element.
+    expression: bool,
 }
 
 impl Plan {
     fn of(k: &Kernel) -> Option<Plan> {
-        let (a, b) = mul_operands(k)?;
+        let (a, b, expression) = factor_operands(k)?;
         let (fr, fu) = (k.first_reduce(), k.first_upcast());
         if fr == fu || k.upcasted() > 0 || k.local_dims() > 0 {
             return None;
@@ -122,6 +125,7 @@ impl Plan {
             min_threads,
             workgroup,
             along_k,
+            expression,
         })
     }
 
@@ -160,13 +164,16 @@ impl Plan {
 }
 
 /// Applies the tile `(m, um, n, un)`, the unroll, the workgroup and the staging to `k`; an
-/// `x @ W.T` whose blocks cannot be staged takes [`THREADS_ALONG_K`] instead.
+/// `x @ W.T` whose blocks cannot be staged takes [`THREADS_ALONG_K`] instead, and a tile with
+/// an expression factor none.
 fn apply(k: &mut Kernel, plan: &Plan, tile: (usize, usize, usize, usize)) -> bool {
     let Some(mut tiled_k) = tiled(k, plan, tile, THREADS, true) else { return false };
     // an H200's 4096^3 `x @ W`: 25.5 -> 29.2 TFLOP/s with two blocks instead of none
-    let chosen = match tiled_k.apply_opt(crate::Opt::double_stage()).is_ok() || !plan.along_k {
-        true => Some(tiled_k),
-        false => tiled(k, plan, tile, THREADS_ALONG_K, false),
+    let chosen = match (tiled_k.apply_opt(crate::Opt::double_stage()).is_ok(), plan.expression) {
+        (true, _) => Some(tiled_k),
+        (false, true) => None,
+        (false, false) if !plan.along_k => Some(tiled_k),
+        (false, false) => tiled(k, plan, tile, THREADS_ALONG_K, false),
     };
     chosen.map(|t| *k = t).is_some()
 }

@@ -473,3 +473,38 @@ fn a_batch_of_narrow_products_keeps_each_workgroup_in_one_matrix() {
     assert_eq!(kernel.applied_opts()[..2], opts(&[(Upcast, 1, 8), (Upcast, 2, 4)]));
     assert!(kernel.applied_opts().contains(&opt(Upcast, 2, 2)), "{}", kernel.describe_opts());
 }
+
+#[test]
+fn a_factor_computed_from_loads_is_staged_as_its_principal_load_would_be() {
+    // attention's `P @ V` reading the scores `s` and each row's `lse` instead of P:
+    // exp2(s - lse) is staged whole (the copy computes it, once per element of the block), so
+    // the kernel takes the tile and workgroup a `P @ V` of loads takes
+    let (b, m, n, k) = (1536, 128, 32, 128);
+    let s = load(1, strided(&[b, m, n, k], &[m * k, k, 0, 1], 0));
+    let lse = load(2, strided(&[b, m, n, k], &[m, 1, 0, 0], 0));
+    let v = load(3, strided(&[b, m, n, k], &[k * n, 0, 1, n], 0));
+    let p = (&s - &lse).exp2();
+    let ast = store_ast(st(&[b, m, n, 1]), (p * v).reduce_axis(Ops::Add, &[3]));
+    let kernel = optimized(&ast, big_gpu());
+    let want = [(Upcast, 1, 8), (Upcast, 2, 4), (Unroll, 0, 8), (Local, 2, 8), (Local, 1, 16)];
+    assert_eq!(kernel.applied_opts(), [opts(&want), vec![Opt::double_stage()]].concat());
+    // the exponentials are stored to workgroup memory, not computed by the tiles
+    let lowered = wgrad_codegen::lower(&kernel).unwrap().toposort();
+    let staged_exp = lowered.iter().any(|u| {
+        u.op() == Ops::Store
+            && u.src()[0].src()[0].op() == Ops::DefineLocal
+            && u.src()[1].toposort().iter().any(|x| x.op() == Ops::Exp2)
+    });
+    assert!(staged_exp);
+    // a thread copies 8 of the block's 128 x 8 elements a step: before the loop and in it
+    let exps = lowered.iter().filter(|u| u.op() == Ops::Exp2).count();
+    assert_eq!(exps, 16, "the tiles compute no exponentials of their own");
+    // without a principal load (each load varies along an axis the other does not) there is no tile
+    let (a, c) =
+        (load(1, strided(&[64, 64, 64], &[64, 0, 1], 0)), load(2, strided(&[64, 64, 64], &[0, 64, 1], 0)));
+    let odd = store_ast(
+        st(&[64, 64, 1]),
+        ((&a + &c).exp2() * load(3, st(&[64, 64, 64]))).reduce_axis(Ops::Add, &[2]),
+    );
+    assert!(!optimized(&odd, big_gpu()).applied_opts().contains(&Opt::double_stage()));
+}
