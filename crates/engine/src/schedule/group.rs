@@ -5,7 +5,11 @@
 //! 1. forced: the targets, `CONTIGUOUS`, `ASSIGN` and `COPY` (and a copy's source unless it
 //!    is a whole buffer already);
 //! 2. a view that expands a value holding a reduce realizes the value (no recomputing the
-//!    reduce per broadcast element); a masked view (a pad) over a value holding an op with
+//!    reduce per broadcast element), unless that view is the value's only reader and the
+//!    value is float32 and computed from its own rows' reduces (rule 3's rows: a softmax
+//!    that `P @ V` reads): then rule 3 realizes the reduces instead, and the reader computes
+//!    the value from them (a staged register tile once per element of its block, codegen's
+//!    `factor.rs`), so the value is never stored; a masked view (a pad) over a value holding an op with
 //!    `f(0) != 0` realizes the value (padding must stay zero);
 //! 3. a kernel holds one reduce, reached only through reshapes that keep its elements in
 //!    place, and the reduces over the same axes of the same input shape that it reads
@@ -131,11 +135,33 @@ impl Grouper<'_> {
             let expands = numel(self.shapes.of(u)) > numel(self.shapes.of(src));
             let masked = st.views().iter().any(|v| v.mask().is_some());
             let nested = broadcasts_reduce(src, st, self.shapes) || self.broadcasts_row(src, st);
-            if (expands && reduces[src] && !nested) || (masked && unsafe_ops[src]) {
+            let realized = expands && reduces[src] && !nested && !self.recomputed_rows(src);
+            if realized || (masked && unsafe_ops[src]) {
                 changed |= self.realize(src);
             }
         }
         changed
+    }
+
+    /// Whether the reader that expands `src` (its only reader) computes it itself rather than
+    /// loading it: `src` is float32 (a half factor goes to tensor cores, which read memory
+    /// as it is) and an elementwise value of its own rows' reduces only (a softmax read by
+    /// `P @ V`). The reduces are realized instead, so the reader recomputes each element from
+    /// them, once per element of a block its workgroup stages, rather than one kernel
+    /// storing every element and the reader loading it back.
+    fn recomputed_rows(&mut self, src: &UOp) -> bool {
+        let single = self.consumers.get(src).is_some_and(|c| c.len() == 1);
+        if !single || src.dtype() != DType::F32 || src.op() == Ops::ReduceAxis {
+            return false;
+        }
+        let shape = self.shapes.of(src).to_vec();
+        match lower_group(std::slice::from_ref(src), &shape, &self.realizes, self.shapes) {
+            Ok(k) => {
+                let placed = self.placed(&k);
+                self.row_reduces(&k, &placed)
+            }
+            Err(_) => false,
+        }
     }
 
     /// Whether `st` (a view of `src`) broadcasts `src` along one axis of at most `row_reduce`
