@@ -16,21 +16,13 @@
 use wgrad_ops::{Arg, Ops, UOp};
 use wgrad_shape::Sint;
 
+use crate::factor::mul_factors;
 use crate::{Kernel, OptError, OptOps, TensorCoreShape};
-
-/// Strips `Cast`s.
-fn uncast(u: &UOp) -> &UOp {
-    if u.op() == Ops::Cast { uncast(&u.src()[0]) } else { u }
-}
 
 /// The two loads a matmul-shaped reduce multiplies: `sum(cast?(cast?(a) * cast?(b)))`.
 pub(crate) fn tc_factors(reduce: &UOp) -> Option<(UOp, UOp)> {
-    let mul = uncast(&reduce.src()[0]);
-    if mul.op() != Ops::Mul {
-        return None;
-    }
-    let (a, b) = (uncast(&mul.src()[0]), uncast(&mul.src()[1]));
-    (a.op() == Ops::Load && b.op() == Ops::Load).then(|| (a.clone(), b.clone()))
+    let (a, b) = mul_factors(reduce)?;
+    (a.op() == Ops::Load && b.op() == Ops::Load).then_some((a, b))
 }
 
 /// A tile factor's layout: whether its rows (the first tile axis) are contiguous, and the stride

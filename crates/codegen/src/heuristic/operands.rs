@@ -12,15 +12,6 @@ pub(super) fn strides(k: &Kernel, i: usize) -> Vec<Option<i64>> {
     k.sts()[i].real_strides(false).into_iter().map(|s| s.as_ref().and_then(Sint::as_int)).collect()
 }
 
-/// `u` with any casts around it removed.
-fn uncast(u: &UOp) -> &UOp {
-    let mut u = u;
-    while u.op() == Ops::Cast {
-        u = &u.src()[0];
-    }
-    u
-}
-
 /// The index in `k.bufs()` of a buffer op.
 fn buf_index(k: &Kernel, u: &UOp) -> Option<usize> {
     k.bufs().iter().position(|b| b == u)
@@ -31,15 +22,11 @@ fn buf_index(k: &Kernel, u: &UOp) -> Option<usize> {
 pub(super) fn mul_operands(k: &Kernel) -> Option<(usize, usize)> {
     let [r] = k.reduceops() else { return None };
     let wgrad_ops::Arg::ReduceAxis(Ops::Add, _) = r.arg() else { return None };
-    let mul = uncast(&r.src()[0]);
-    if mul.op() != Ops::Mul {
-        return None;
-    }
-    let (a, b) = (uncast(&mul.src()[0]), uncast(&mul.src()[1]));
+    let (a, b) = mul_factors(r)?;
     if a.op() != Ops::Load || b.op() != Ops::Load {
         return None;
     }
-    Some((buf_index(k, a)?, buf_index(k, b)?))
+    Some((buf_index(k, &a)?, buf_index(k, &b)?))
 }
 
 /// For a kernel whose one reduce is a sum of a product of two factors, each a load or an
