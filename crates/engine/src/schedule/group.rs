@@ -6,8 +6,8 @@
 //!    is a whole buffer already);
 //! 2. a view that expands a value holding a reduce realizes the value (no recomputing the
 //!    reduce per broadcast element), unless that view is the value's only reader and the
-//!    value is float32 and computed from its own rows' reduces (rule 3's rows: a softmax
-//!    that `P @ V` reads): then rule 3 realizes the reduces instead, and the reader computes
+//!    value is float32 and computed from its own rows' reduces over many short rows (rule 3's
+//!    rows: a softmax that `P @ V` reads): then rule 3 realizes the reduces instead, and the reader computes
 //!    the value from them (a staged register tile once per element of its block, codegen's
 //!    `factor.rs`), so the value is never stored; a masked view (a pad) over a value holding an op with
 //!    `f(0) != 0` realizes the value (padding must stay zero);
@@ -36,6 +36,16 @@ use super::views::{contiguous_st, is_identity, sints};
 use crate::shapes::numel;
 use crate::{EngineError, Shapes};
 use wgrad_shape::{ShapeTracker, Sint};
+
+/// The rows a value computed from its rows' reduces must have for its expanding reader to
+/// compute it (`Grouper::recomputed_rows`): at least this many, of a length in this range and a
+/// multiple of this. Its statistics then get a kernel of their own, a reduce over each row, which
+/// is fast only under codegen's plan for many short rows (`short_rows` in its grouping
+/// heuristic, on a discrete GPU); other rows leave that kernel latency-bound. On an H200 the
+/// statistics and product against the stored softmax and product (us, a probe): 2048 rows of 77
+/// keys 50.2 + 24.2 against 6.2 + 23.1; 1000 of 1000, 79.4 + 862.6 against 11.6 + 799.2; 96 x 77
+/// of 77, 35.1 + 23.8 against 7.5 + 22.1; MiniLM's 196608 of 128, 34.6 + 75.6 against 56.0 + 71.6.
+const RECOMPUTED_ROWS: (usize, std::ops::Range<usize>, usize) = (1 << 17, 64..256, 16);
 
 /// Ops whose value at zero inputs is not zero: a pad must not be pushed through them.
 const UNSAFE_PAD: OpSet = GroupOp::UNSAFE_PAD.union(OpSet::of(&[Ops::Fdiv, Ops::Threefry]));
@@ -146,22 +156,29 @@ impl Grouper<'_> {
     /// Whether the reader that expands `src` (its only reader) computes it itself rather than
     /// loading it: `src` is float32 (a half factor goes to tensor cores, which read memory
     /// as it is) and an elementwise value of its own rows' reduces only (a softmax read by
-    /// `P @ V`). The reduces are realized instead, so the reader recomputes each element from
-    /// them, once per element of a block its workgroup stages, rather than one kernel
-    /// storing every element and the reader loading it back.
+    /// `P @ V`), over many short rows ([`RECOMPUTED_ROWS`]). The reduces are realized instead,
+    /// so the reader recomputes each element from them, once per element of a block its
+    /// workgroup stages, rather than one kernel storing every element and the reader loading
+    /// it back.
     fn recomputed_rows(&mut self, src: &UOp) -> bool {
         let single = self.consumers.get(src).is_some_and(|c| c.len() == 1);
         if !single || src.dtype() != DType::F32 || src.op() == Ops::ReduceAxis {
             return false;
         }
         let shape = self.shapes.of(src).to_vec();
-        match lower_group(std::slice::from_ref(src), &shape, &self.realizes, self.shapes) {
-            Ok(k) => {
-                let placed = self.placed(&k);
-                self.row_reduces(&k, &placed)
-            }
-            Err(_) => false,
-        }
+        let Ok(k) = lower_group(std::slice::from_ref(src), &shape, &self.realizes, self.shapes) else {
+            return false;
+        };
+        let placed = self.placed(&k);
+        let row = k.reduces.iter().find(|(r, _)| !placed.contains(r)).and_then(|(r, _)| match r.arg() {
+            Arg::ReduceAxis(_, axes) => self.shapes.of(&r.src()[0]).get(axes[0]).copied(),
+            _ => None,
+        });
+        let (min_rows, lengths, multiple) = RECOMPUTED_ROWS;
+        let many_short = row.is_some_and(|n| {
+            lengths.contains(&n) && n.is_multiple_of(multiple) && numel(&shape) / n >= min_rows
+        });
+        many_short && self.row_reduces(&k, &placed)
     }
 
     /// Whether `st` (a view of `src`) broadcasts `src` along one axis of at most `row_reduce`

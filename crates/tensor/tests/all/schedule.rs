@@ -734,39 +734,58 @@ fn stored_sizes(s: &Schedule) -> Vec<usize> {
     s.kernels().iter().flat_map(|k| k.src().iter().map(numel).collect::<Vec<_>>()).collect()
 }
 
-/// `softmax(x) @ v` (and `+ 1` for the softmax's sum when `also_summed`) on the host, in f64.
-fn host_softmax_matmul(rows_n: usize, keys: usize, cols: usize, also_summed: bool) -> Vec<f32> {
-    let (x, v) = (data(rows_n * keys, 0), data(keys * cols, 1));
+/// `softmax(x) @ v` for `batch` matrices (and `+ 1` for the softmax's sum when `also_summed`)
+/// on the host, in f64.
+fn host_softmax_matmul(batch: usize, rows_n: usize, keys: usize, cols: usize, also_summed: bool) -> Vec<f32> {
+    let (x, v) = (data(batch * rows_n * keys, 0), data(batch * keys * cols, 1));
     let p = host_softmax(&x, keys);
     let plus = if also_summed { 1.0 } else { 0.0 };
-    let at = |r: usize, c: usize| {
-        (0..keys).map(|k| f64::from(p[r * keys + k]) * f64::from(v[k * cols + c])).sum::<f64>()
+    let at = |b: usize, r: usize, c: usize| {
+        let row = &p[(b * rows_n + r) * keys..][..keys];
+        let v = &v[b * keys * cols..];
+        (0..keys).map(|k| f64::from(row[k]) * f64::from(v[k * cols + c])).sum::<f64>()
     };
-    (0..rows_n * cols).map(|i| (at(i / cols, i % cols) + plus) as f32).collect()
+    (0..batch * rows_n * cols)
+        .map(|i| (at(i / (rows_n * cols), i / cols % rows_n, i % cols) + plus) as f32)
+        .collect()
 }
 
 #[test]
-fn a_softmax_read_only_by_a_matmul_is_computed_where_the_matmul_reads_it() {
-    // float32 `softmax(x) @ v`: where rows reduce in place, one kernel stores each row's max
-    // and sum and the product computes the probabilities from x as it reads them, so nothing
-    // stores the rows x keys probabilities; elsewhere the softmax is stored. The host's values
-    // either way, on a shape whose tile stages the probabilities (64 x 128 @ 128 x 32) and on
-    // one that takes no tile (5 x 7 @ 7 x 3). A softmax with a second reader is stored.
-    for (rows_n, keys, cols) in [(64, 128, 32), (5, 7, 3)] {
+fn a_softmax_over_many_short_rows_read_only_by_a_matmul_is_computed_where_the_matmul_reads_it() {
+    // float32 `softmax(x) @ v` over 2048 x 64 rows of 64 keys (an attention's shape): where
+    // rows reduce in place, one kernel stores each row's max and sum and the product computes
+    // the probabilities from x as it reads them, so nothing stores them. Fewer rows (64 of
+    // 128, 5 of 7), a softmax with a second reader, or a device that does not reduce rows in
+    // place store the softmax. The host's values wherever the graph runs (the large case only
+    // where it is recomputed: the interpreter would take long over it and is what it was).
+    for (batch, rows_n, keys, cols, many) in
+        [(2048, 64, 64, 8, true), (1, 64, 128, 32, false), (1, 5, 7, 3, false)]
+    {
         for also_summed in [false, true] {
             for device in devices() {
                 let in_place = open_device(&device).unwrap().kernel_limits().row_reduce > 0;
                 with_default_device(&device, || {
-                    let p = tensor(&[rows_n, keys], 0).softmax(-1).unwrap();
-                    let mut t = p.matmul(&tensor(&[keys, cols], 1)).unwrap();
+                    let x = Tensor::from_vec(data(batch * rows_n * keys, 0), &[batch, rows_n, keys]).unwrap();
+                    let v = Tensor::from_vec(data(batch * keys * cols, 1), &[batch, keys, cols]).unwrap();
+                    let p = x.softmax(-1).unwrap();
+                    let mut t = p.matmul(&v).unwrap();
                     if also_summed {
-                        t = t.add(p.sum(&[1], true).unwrap()).unwrap();
+                        t = t.add(p.sum(&[2], true).unwrap()).unwrap();
                     }
                     let sizes = stored_sizes(&t.schedule(32).unwrap());
-                    let stored = sizes.contains(&(rows_n * keys));
-                    assert_eq!(stored, also_summed || !in_place, "{device} {rows_n}x{keys}: {sizes:?}");
-                    let (got, want) =
-                        (t.to_vec::<f32>().unwrap(), host_softmax_matmul(rows_n, keys, cols, also_summed));
+                    let recomputed = in_place && many && !also_summed;
+                    assert_eq!(
+                        !sizes.contains(&(batch * rows_n * keys)),
+                        recomputed,
+                        "{device} {rows_n}x{keys}: {sizes:?}"
+                    );
+                    if many && !recomputed {
+                        return;
+                    }
+                    let (got, want) = (
+                        t.to_vec::<f32>().unwrap(),
+                        host_softmax_matmul(batch, rows_n, keys, cols, also_summed),
+                    );
                     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                         assert!(
                             (g - w).abs() <= 1e-4 + 1e-4 * w.abs(),
