@@ -5,6 +5,7 @@ use crate::common;
 
 use common::devices;
 
+use wgrad_ops::Ops;
 use wgrad_tensor::{DType, Index, Tensor, TensorError, with_default_device};
 
 /// `0, 1, 2, ..` as f32s in `shape`.
@@ -348,5 +349,56 @@ fn einsum_matches_the_host() {
     let (a, b) = (iota(&[2, 3]), iota(&[4, 2]));
     for bad in ["ij,jk->ik", "ij->k", "ij,jk->ii", "i,jk", "ijk,jk->i"] {
         assert!(matches!(Tensor::einsum(bad, &[&a, &b]), Err(TensorError::Parse { .. })), "{bad}");
+    }
+}
+
+#[test]
+fn embedding_of_a_few_rows_is_picked_by_selects_that_fuse_into_the_reader() {
+    // a table of at most 4 rows: no reduce, so `e + 1` is one elementwise kernel; ids outside
+    // the table pick zeros, and the gradient reaches each row once per id that picked it
+    let ids = [1i32, 0, 3, -1, 2, 4, 1];
+    for rows in [2usize, 3, 4] {
+        on_devices(|device| {
+            let table = iota(&[rows, 3]);
+            let e = Tensor::from_vec(ids.to_vec(), &[7]).unwrap().embedding(&table).unwrap();
+            let plus = e.add(1.0).unwrap();
+            let schedule = plus.schedule(32).unwrap();
+            assert_eq!(schedule.kernel_count(), 1, "{device}");
+            let reduces =
+                schedule.kernels()[0].toposort().iter().filter(|u| u.op() == Ops::ReduceAxis).count();
+            assert_eq!(reduces, 0, "{device}");
+            let picked = |id: i32, d: usize| {
+                if (0..rows as i32).contains(&id) { (id as usize * 3 + d) as f32 } else { 0.0 }
+            };
+            let want: Vec<f32> =
+                ids.iter().flat_map(|&id| (0..3).map(move |d| picked(id, d) + 1.0)).collect();
+            assert_eq!(plus.to_vec::<f32>().unwrap(), want, "{rows} rows on {device}");
+            // gradient: d(sum(e * w))/d(table)[r, d] = sum of w over the ids equal to r
+            let table = iota(&[rows, 3]);
+            table.set_requires_grad(true).unwrap();
+            let w = iota(&[7, 3]);
+            let loss = Tensor::from_vec(ids.to_vec(), &[7])
+                .unwrap()
+                .embedding(&table)
+                .unwrap()
+                .mul(&w)
+                .unwrap()
+                .sum(&[], false)
+                .unwrap();
+            loss.backward().unwrap();
+            let grad = table.grad().unwrap().to_vec::<f32>().unwrap();
+            let want: Vec<f32> = (0..rows)
+                .flat_map(|r| {
+                    (0..3).map(move |d| {
+                        ids.iter()
+                            .enumerate()
+                            .filter(|&(_, &id)| id == r as i32)
+                            .map(|(i, _)| (i * 3 + d) as f32)
+                            .sum()
+                    })
+                })
+                .collect();
+            assert_eq!(grad, want, "gradient, {rows} rows on {device}");
+        });
     }
 }
