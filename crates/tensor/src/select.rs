@@ -76,7 +76,7 @@ impl Tensor {
             });
         }
         let (vocab, dim) = (weight.shape()[0], weight.shape()[1]);
-        if vocab > SELECTED_ROWS {
+        if vocab > SELECTED_ROWS || vocab == 0 {
             let mask = self.to(weight.device()).one_hot_mask("embedding", vocab)?.unsqueeze(-1)?;
             return mask
                 .where_(weight, weight.zeros_like_scalar())?

@@ -357,6 +357,9 @@ fn embedding_of_a_few_rows_is_picked_by_selects_that_fuse_into_the_reader() {
     // a table of at most 4 rows: no reduce, so `e + 1` is one elementwise kernel; ids outside
     // the table pick zeros, and the gradient reaches each row once per id that picked it
     let ids = [1i32, 0, 3, -1, 2, 4, 1];
+    // an empty table picks zeros of the right shape by either path
+    let empty = Tensor::from_vec(ids.to_vec(), &[7]).unwrap().embedding(&iota(&[0, 3])).unwrap();
+    assert_eq!((empty.shape(), empty.to_vec::<f32>().unwrap()), (&[7, 3][..], vec![0.0; 21]));
     for rows in [2usize, 3, 4] {
         on_devices(|device| {
             let table = iota(&[rows, 3]);
