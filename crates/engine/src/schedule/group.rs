@@ -170,10 +170,7 @@ impl Grouper<'_> {
             return false;
         };
         let placed = self.placed(&k);
-        let row = k.reduces.iter().find(|(r, _)| !placed.contains(r)).and_then(|(r, _)| match r.arg() {
-            Arg::ReduceAxis(_, axes) => self.shapes.of(&r.src()[0]).get(axes[0]).copied(),
-            _ => None,
-        });
+        let row = self.row_length(&k, &placed);
         let (min_rows, lengths, multiple) = RECOMPUTED_ROWS;
         let many_short = row.is_some_and(|n| {
             lengths.contains(&n) && n.is_multiple_of(multiple) && numel(&shape) / n >= min_rows
@@ -246,16 +243,23 @@ impl Grouper<'_> {
         if self.shapes.of(&first.src()[0]) != k.shape.as_slice() {
             return false;
         }
-        let short = match first.arg() {
-            Arg::ReduceAxis(_, axes) if axes.len() == 1 => {
-                self.shapes.of(&first.src()[0]).get(axes[0]).is_some_and(|&n| self.limits.reduces_rows_of(n))
-            }
-            _ => false,
-        };
+        let short = self.row_length(k, placed).is_some_and(|n| self.limits.reduces_rows_of(n));
         short
             && rows
                 .iter()
                 .all(|(r, st)| broadcasts_reduce(r, st, self.shapes) && same_reduction(first, r, self.shapes))
+    }
+
+    /// The length of the row the first reduce kernel `k` reaches (but those it reads in place,
+    /// `placed`) reduces, when it reduces one axis.
+    fn row_length(&mut self, k: &Lowered, placed: &[UOp]) -> Option<usize> {
+        let (first, _) = k.reduces.iter().find(|(r, _)| !placed.contains(r))?;
+        match first.arg() {
+            Arg::ReduceAxis(_, axes) if axes.len() == 1 => {
+                self.shapes.of(&first.src()[0]).get(axes[0]).copied()
+            }
+            _ => None,
+        }
     }
 
     /// Rule 5: bottom up, the buffers each node's fused part reads.
