@@ -11,6 +11,7 @@ use wgrad_ops::{GroupOp, OpSet, Ops, UOp, exec_alu};
 use crate::RenderError;
 use crate::helpers::Helper;
 use crate::literal::literal;
+use crate::sign;
 use crate::types::Reg;
 use crate::writer::Writer;
 
@@ -70,9 +71,18 @@ impl Writer<'_> {
         Ok(Value::Expr(match self.reg(operand) {
             Reg::Bool => bool_alu(op, &x),
             Reg::F32 | Reg::F16 => {
-                let may_be_nan: Vec<bool> =
-                    u.src().iter().map(|s| self.known(s).is_none_or(|c| c.to_f64().is_nan())).collect();
-                self.float_alu(op, operand, &x, &may_be_nan).ok_or(unsupported("not an op on floats"))?
+                // only a min or a max needs its comparison's NaN checks (see `float_alu`)
+                let chooses = op != Ops::CmpLt || self.min_max.contains(u);
+                let may_be_nan: Vec<bool> = u
+                    .src()
+                    .iter()
+                    .map(|s| chooses && self.known(s).is_none_or(|c| c.to_f64().is_nan()))
+                    .collect();
+                // a reciprocal of a value that cannot be zero needs no zero check
+                let nonzero = op == Ops::Recip && sign::nonzero(&u.src()[0]);
+                let recip = if nonzero { Helper::NonzeroRecip } else { Helper::Recip };
+                self.float_alu(op, operand, &x, &may_be_nan, recip)
+                    .ok_or(unsupported("not an op on floats"))?
             }
             _ => self.int_alu(op, operand, u, &x, zero_divisor),
         }))
@@ -87,9 +97,16 @@ impl Writer<'_> {
         format!("select({zero}, {nan}, (bitcast<u32>({wide}) & 0x7f800000u) == 0x7f800000u)")
     }
 
-    /// A float op on operands of `dtype` (`may_be_nan` per operand), rounded back to it when
-    /// it is narrow.
-    fn float_alu(&mut self, op: Ops, dtype: DType, x: &[String], may_be_nan: &[bool]) -> Option<String> {
+    /// A float op on operands of `dtype` (`may_be_nan` per operand; `recip` the reciprocal's
+    /// helper), rounded back to it when it is narrow.
+    fn float_alu(
+        &mut self,
+        op: Ops,
+        dtype: DType,
+        x: &[String],
+        may_be_nan: &[bool],
+        recip: Helper,
+    ) -> Option<String> {
         let native = self.reg(dtype) == Reg::F16;
         let widened: Vec<String> =
             if native { x.iter().map(|a| format!("f32({a})")).collect() } else { x.to_vec() };
@@ -99,7 +116,9 @@ impl Writer<'_> {
         }
         if op == Ops::CmpLt {
             // `<` is already false with a NaN; the explicit checks keep device compilers from
-            // turning `select(b, a, a < b)` into a NaN-ignoring min or max (NVIDIA's does)
+            // turning `select(b, a, a < b)` into a NaN-ignoring min or max (NVIDIA's does), so
+            // only comparisons that choose between their operands get them (a GELU's erf took 5
+            // us more a MiniLM layer on an H200 with them on its `x < 0`)
             let is_nan = self.helpers.call(Helper::IsNan);
             let guards =
                 widened.iter().zip(may_be_nan).filter(|(_, m)| **m).map(|(a, _)| format!("!{is_nan}({a})"));
@@ -119,18 +138,18 @@ impl Writer<'_> {
             return Some(self.fit_float(dtype, sum));
         }
         if native && !NATIVE_F16.contains(op) {
-            let value = self.f32_op(op, &widened)?;
+            let value = self.f32_op(op, &widened, recip)?;
             return Some(if GroupOp::COMPARISON.contains(op) { value } else { self.fit_float(dtype, value) });
         }
-        let value = self.f32_op(op, x)?;
+        let value = self.f32_op(op, x, recip)?;
         if native || !ROUNDED.contains(op) || GroupOp::COMPARISON.contains(op) {
             return Some(value);
         }
         Some(self.fit_float(dtype, value))
     }
 
-    /// A float op on f32 (or native f16) operands.
-    fn f32_op(&mut self, op: Ops, x: &[String]) -> Option<String> {
+    /// A float op on f32 (or native f16) operands (`recip` the reciprocal's helper).
+    fn f32_op(&mut self, op: Ops, x: &[String], recip: Helper) -> Option<String> {
         let mut call = |h: Helper| format!("{}({})", self.helpers.call(h), x.join(", "));
         Some(match op {
             Ops::Add => format!("{} + {}", x[0], x[1]),
@@ -151,7 +170,7 @@ impl Writer<'_> {
             Ops::Log2 => call(Helper::Log2),
             Ops::Sin => call(Helper::Sin),
             Ops::Sqrt => call(Helper::Sqrt),
-            Ops::Recip => call(Helper::Recip),
+            Ops::Recip => call(recip),
             Ops::Pow => call(Helper::Pow),
             _ => return None,
         })

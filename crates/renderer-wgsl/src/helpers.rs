@@ -39,6 +39,8 @@ pub(crate) enum Helper {
     Sqrt,
     /// `safe_recip`: signed inf for zeros, signed zero for infinities.
     Recip,
+    /// `nonzero_recip`: `safe_recip` of a value that cannot be zero (signed zero for infinities).
+    NonzeroRecip,
     /// `pow_f32`: `powf` semantics (negative bases, zeros, infinities).
     Pow,
     /// `two_prod_err(x, y, p)`: the rounding error of `p = x * y`.
@@ -85,6 +87,7 @@ impl Helper {
             Helper::Sin,
             Helper::Sqrt,
             Helper::Recip,
+            Helper::NonzeroRecip,
             Helper::Pow,
             Helper::TwoProdErr,
             Helper::FloatIdiv,
@@ -115,6 +118,7 @@ impl Helper {
             Helper::Sin => "precise_sin".into(),
             Helper::Sqrt => "safe_sqrt".into(),
             Helper::Recip => "safe_recip".into(),
+            Helper::NonzeroRecip => "nonzero_recip".into(),
             Helper::Pow => "pow_f32".into(),
             Helper::TwoProdErr => "two_prod_err".into(),
             Helper::FloatIdiv => "idiv_f32".into(),
@@ -198,6 +202,7 @@ impl Helper {
                  return sqrt(x);\n}}\n"
             ),
             Helper::Recip => RECIP.replace("NAME", &name),
+            Helper::NonzeroRecip => NONZERO_RECIP.replace("NAME", &name),
             Helper::Pow => math::POW.replace("NAME", &name),
             Helper::TwoProdErr => math::TWO_PROD_ERR.replace("NAME", &name),
             Helper::FloatIdiv => math::IDIV.replace("NAME", &name),
@@ -379,6 +384,13 @@ const RECIP: &str = "fn NAME(x: f32) -> f32 {
   let sign = bits & 0x80000000u;
   if ((bits & 0x7fffffffu) == 0u) { return bitcast<f32>(sign | 0x7f800000u); }
   if ((bits & 0x7fffffffu) == 0x7f800000u) { return bitcast<f32>(sign); }
+  return 1.0 / x;
+}
+";
+
+const NONZERO_RECIP: &str = "fn NAME(x: f32) -> f32 {
+  let bits = bitcast<u32>(x);
+  if ((bits & 0x7fffffffu) == 0x7f800000u) { return bitcast<f32>(bits & 0x80000000u); }
   return 1.0 / x;
 }
 ";

@@ -26,6 +26,7 @@ mod math;
 mod memory;
 mod names;
 mod shader;
+mod sign;
 mod types;
 mod validate;
 mod writer;

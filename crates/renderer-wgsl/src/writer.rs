@@ -98,6 +98,8 @@ pub(crate) struct Writer<'a> {
     local_widths: UOpMap<u32>,
     /// The uops whose every use stores them (or a vector of them) into a storage buffer.
     stored: UOpSet,
+    /// The comparisons that choose between their own operands (see [`choosing_between_operands`]).
+    pub(crate) min_max: UOpSet,
     /// Whether the uop being rendered may convert to f16 natively (see [`F16Rounding`]).
     pub(crate) native_f16: bool,
 }
@@ -126,6 +128,7 @@ impl<'a> Writer<'a> {
                 F16Rounding::Native | F16Rounding::Software => UOpSet::default(),
             },
             native_f16: false,
+            min_max: choosing_between_operands(program),
         }
     }
 
@@ -517,6 +520,29 @@ fn only_stored(program: &Program) -> UOpSet {
         }
     }
     stored
+}
+
+/// The comparisons of `program` that a `Where` reads to choose between the two values compared
+/// (`select(b, a, a < b)`, through casts): a min or a max, which a device compiler may turn into
+/// its NaN-ignoring builtin (NVIDIA's does) unless the comparison checks for NaN itself.
+fn choosing_between_operands(program: &Program) -> UOpSet {
+    let uncast = |u: &UOp| {
+        let mut u = u.clone();
+        while u.op() == Ops::Cast {
+            u = u.src()[0].clone();
+        }
+        u
+    };
+    program
+        .uops
+        .iter()
+        .filter(|w| w.op() == Ops::Where && w.src()[0].op() == Ops::CmpLt)
+        .filter(|w| {
+            let compared: Vec<UOp> = w.src()[0].src().iter().map(uncast).collect();
+            w.src()[1..].iter().all(|v| compared.contains(&uncast(v)))
+        })
+        .map(|w| w.src()[0].clone())
+        .collect()
 }
 
 fn vector_locals(program: &Program, caps: &WgslCaps) -> UOpMap<u32> {

@@ -453,3 +453,30 @@ fn nan_test_and_integer_max() {
     assert!(source.contains("is_nan(") && !source.contains("max("), "{source}");
     insta::assert_snapshot!(source);
 }
+
+#[test]
+fn nan_checks_only_where_a_comparison_is_a_min_or_max() {
+    // `select(y, x, x < y)` is a min that device compilers may turn into their NaN-ignoring
+    // builtin, so its comparison checks both operands for NaN; the comparison of an absolute
+    // value (`select(x, -x, x < 0)`) chooses between other values and stays a plain `<`
+    let (x, y) = (load(1, st(&[16])), load(2, st(&[16])));
+    let min = x.cmp_lt(&y).where_(&x, &y);
+    let abs = x.cmp_lt(0.0f32).where_(&-&x, &x);
+    let source = wgsl(&store_ast(st(&[16]), &min + &abs), OptMode::NoOpt, &FULL);
+    assert_eq!(source.matches("!is_nan(").count(), 2, "{source}");
+    insta::assert_snapshot!(source);
+}
+
+#[test]
+fn reciprocals_of_values_that_cannot_be_zero_check_only_infinities() {
+    // `1 + exp2(x)` (a sigmoid's) and `1 + |x| c` (erf's) are never zero; `x` may be
+    let x = load(1, st(&[16]));
+    let abs = x.cmp_lt(0.0f32).where_(&(&x * -1.0f32), &x);
+    let sigmoid = (&x.alu(Ops::Exp2, &[]) + 1.0f32).alu(Ops::Recip, &[]);
+    let erf = (&(&abs * 0.3f32) + 1.0f32).alu(Ops::Recip, &[]);
+    let plain = x.alu(Ops::Recip, &[]);
+    let source = wgsl(&store_ast(st(&[16]), &(&sigmoid + &erf) + &plain), OptMode::NoOpt, &FULL);
+    assert_eq!(source.matches("nonzero_recip(").count(), 3, "{source}");
+    assert_eq!(source.matches("safe_recip(").count(), 2, "{source}");
+    insta::assert_snapshot!(source);
+}

@@ -418,6 +418,41 @@ fn ternary_ops_and_threefry_match_the_interpreter() {
 }
 
 #[test]
+fn comparisons_and_reciprocals_without_their_checks_match_the_interpreter() {
+    // a comparison keeps its NaN checks only in a min or a max, and a reciprocal of a value that
+    // cannot be zero keeps only its infinity check: NaN, infinities and signed zeros still go
+    // through each as the interpreter says
+    let Some(device) = wgpu_device() else { return };
+    let values = probes();
+    let k = values.len();
+    let n = (k * k) as i64;
+    let a: Vec<ConstValue> = (0..k * k).map(|i| values[i / k]).collect();
+    let b: Vec<ConstValue> = (0..k * k).map(|i| values[i % k]).collect();
+    for dtype in DTYPES.into_iter().filter(|d| d.is_float()) {
+        let (x, y) = (input(dtype, 1, n), input(dtype, 2, n));
+        let abs = x.cmp_lt(x.const_like(0.0)).where_(&-&x, &x);
+        let kernels = [
+            ("min", x.cmp_lt(&y).where_(&x, &y)),
+            ("max", x.cmp_lt(&y).where_(&y, &x)),
+            ("abs", abs.clone()),
+            ("1 / (1 + exp2(x))", (&x.alu(Ops::Exp2, &[]) + &x.const_like(1.0)).alu(Ops::Recip, &[])),
+            ("1 / (1 + |x| / 3)", (&(&abs * &x.const_like(0.3)) + &x.const_like(1.0)).alu(Ops::Recip, &[])),
+        ];
+        let buffers = [
+            CpuBuffer::zeros(dtype, k * k),
+            CpuBuffer::from_values(dtype, a.clone()),
+            CpuBuffer::from_values(dtype, b.clone()),
+        ];
+        for (what, value) in kernels {
+            let program = compiled(&store(n, value), OptMode::Heuristic);
+            for c in caps_for(&device, dtype) {
+                check(&device, &program, &c, &buffers, Tol::Ulps(4.0), &format!("{what} {dtype}"));
+            }
+        }
+    }
+}
+
+#[test]
 fn packed_loads_and_stores_of_neighbours_do_not_race() {
     let Some(device) = wgpu_device() else { return };
     // odd lengths and one thread per element: neighbours in a word are written concurrently
