@@ -174,9 +174,7 @@ impl BertLayer {
         // stores (an H100's)
         let inner = self.intermediate.forward_f32(&x)?;
         let inner = match config.hidden_act {
-            Activation::Gelu => {
-                inner.mul(&inner.mul(std::f64::consts::FRAC_1_SQRT_2)?.erf().add(1.0)?)?.mul(0.5)?
-            }
+            Activation::Gelu => inner.gelu_erf(),
             Activation::GeluTanh => inner.gelu(),
             Activation::Relu => inner.relu(),
         };

@@ -295,6 +295,20 @@ impl Tensor {
         self * &(self * 1.702).sigmoid()
     }
 
+    /// The exact GELU, `x Φ(x)` (PyTorch's default `gelu`), through erf's approximation:
+    /// `Φ(x)` is `q` for `x < 0` and `1 - q` otherwise, with `q = erfc(|x| / √2) / 2` (Abramowitz
+    /// and Stegun 7.1.26, with the halving and the `1 / √2` in its constants): fewer ops an
+    /// element than `x (1 + erf(x / √2)) / 2`, and the same values at ±inf (inf, NaN).
+    pub fn gelu_erf(&self) -> Tensor {
+        let x = self.as_float();
+        let negative = ok(x.lt(0));
+        let magnitude = ok(negative.where_(x.neg(), &x));
+        let t = (&(&magnitude * (0.3275911 * std::f64::consts::FRAC_1_SQRT_2)) + 1.0).reciprocal();
+        let halved = [1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592].map(|c| c / 2.0);
+        let q = &(&t * &poly(&t, &halved)) * &(&x.square() * -0.5).exp();
+        &x * &ok(negative.where_(&q, ok(q.rsub(1.0))))
+    }
+
     /// The tanh approximation of GELU.
     pub fn gelu(&self) -> Tensor {
         let inner = &(self + &(&(&(self * self) * self) * 0.044715)) * (2.0 / PI).sqrt();

@@ -197,6 +197,31 @@ fn erf_is_odd_and_keeps_its_limits() {
     });
 }
 
+/// erf in f64 by its Taylor series (to ~1e-8 for |x| <= 4.5, where the terms cancel).
+fn erf64(x: f64) -> f64 {
+    let (mut term, mut sum) = (x, x);
+    for n in 1..200 {
+        term *= -x * x / f64::from(n);
+        sum += term / f64::from(2 * n + 1);
+    }
+    sum * 2.0 / std::f64::consts::PI.sqrt()
+}
+
+#[test]
+fn exact_gelu_matches_x_times_the_normal_cdf() {
+    let x: Vec<f32> = (-24..=24).map(|i| i as f32 / 4.0).chain([-0.0, 1e-3]).collect();
+    let n = x.len();
+    Check::new("gelu_erf", vec![(x, vec![n])], &[n]).run(
+        |t| Ok(t[0].gelu_erf()),
+        |h| h[0].iter().map(|&v| v * (1.0 + erf64(v / 2f64.sqrt())) / 2.0).collect(),
+    );
+    on_devices(|device| {
+        let edges = Tensor::from_slice(&[f32::INFINITY, f32::NEG_INFINITY, f32::NAN], &[3]).unwrap();
+        let got = edges.gelu_erf().to_vec::<f32>().unwrap();
+        assert!(got[0] == f32::INFINITY && got[1].is_nan() && got[2].is_nan(), "{device}: {got:?}");
+    });
+}
+
 #[test]
 fn predicates_and_bit_ops_are_exact() {
     on_devices(|device| {
