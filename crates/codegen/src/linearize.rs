@@ -91,6 +91,7 @@ pub fn linearize(sink: &UOp, name: &str) -> Result<Program, LinearizeError> {
         global_size,
         local_size,
         subgroup_size: None,
+        reversed: false,
     })
 }
 

@@ -43,6 +43,11 @@ pub struct Program {
     /// all have the same size (`Target::fixed_subgroup_size`) and may rely on it: the CPU
     /// interpreter runs subgroups of that size (else the workgroup as one subgroup).
     pub subgroup_size: Option<usize>,
+    /// Whether the workgroups take the grid's blocks last first (block `n - 1 - w` in every
+    /// dimension for workgroup `w`). The results are the same; the memory order differs, so a
+    /// kernel that reads what the kernel before it wrote can start where that one ended, in
+    /// what the device's cache still holds.
+    pub reversed: bool,
 }
 
 impl Program {

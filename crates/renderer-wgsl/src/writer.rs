@@ -383,6 +383,9 @@ impl<'a> Writer<'a> {
                 1 => format!("i32((lin / {x}u) % {y}u)"),
                 _ => format!("i32(lin / {}u)", x * y),
             }
+        } else if self.program.reversed {
+            self.builtins.insert("wid");
+            format!("{} - i32(wid.{axis})", self.program.global_size[dim] - 1)
         } else {
             self.builtins.insert("wid");
             format!("i32(wid.{axis})")
@@ -430,8 +433,13 @@ impl<'a> Writer<'a> {
         }
         if launch.flatten {
             self.builtins.extend(["wid", "nwg"]);
-            prelude.push("  let lin = wid.x + nwg.x * (wid.y + nwg.y * wid.z);".into());
-            prelude.push(format!("  if (lin >= {}u) {{ return; }}", launch.workgroups[0]));
+            let total = launch.workgroups[0];
+            let order = if self.program.reversed { "at" } else { "lin" };
+            prelude.push(format!("  let {order} = wid.x + nwg.x * (wid.y + nwg.y * wid.z);"));
+            prelude.push(format!("  if ({order} >= {total}u) {{ return; }}"));
+            if self.program.reversed {
+                prelude.push(format!("  let lin = {}u - at;", total - 1));
+            }
         }
         let params: Vec<&str> = BUILTINS
             .iter()

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use wgrad_codegen::{Opt, OptMode, OptOps, Target, TensorCoreShape, compile};
+use wgrad_codegen::{Opt, OptMode, OptOps, Program, Target, TensorCoreShape, compile};
 use wgrad_dtype::DType;
 use wgrad_ops::{Ops, UOp};
 use wgrad_renderer_wgsl::{F16Rounding, WgslCaps, render};
@@ -105,6 +105,19 @@ fn flattened_grid() {
     let rendered = render_valid(&program, &caps);
     assert_eq!(rendered.workgroups, [600, 1, 1]);
     insta::assert_snapshot!(rendered.source);
+}
+
+#[test]
+fn reversed_grid() {
+    // workgroup w takes block n - 1 - w: on its own grid, and flattened (the bound checked on
+    // the workgroup's linear id before it is reversed)
+    let ast = store_ast(st(&[20, 30]), load(1, st(&[20, 30])) * load(2, strided(&[20, 30], &[0, 1], 0)));
+    let program = Program { reversed: true, ..program(&ast, OptMode::NoOpt) };
+    let own = render_valid(&program, &FULL).source;
+    assert!(own.contains("29 - i32(wid.x)") && own.contains("19 - i32(wid.y)"), "{own}");
+    let flat = render_valid(&program, &WgslCaps { max_workgroups_per_dim: 16, ..FULL }).source;
+    assert!(flat.contains("if (at >= 600u) { return; }") && flat.contains("let lin = 599u - at;"), "{flat}");
+    insta::assert_snapshot!(format!("{own}\n{flat}"));
 }
 
 #[test]

@@ -528,6 +528,10 @@ fn reductions_grids_and_variables_run() {
     let small = WgslCaps { max_workgroups_per_dim: 2, ..full };
     assert_eq!(render(&program, &small).unwrap().workgroups[1..], [1, 1]);
     check(&device, &program, &small, &buffers, Tol::Sum, "flattened matmul");
+    // and with its workgroups taking the blocks last first, on a grid of its own and flattened
+    let reversed = Program { reversed: true, ..program };
+    check(&device, &reversed, &full, &buffers, Tol::Sum, "reversed matmul");
+    check(&device, &reversed, &small, &buffers, Tol::Sum, "reversed flattened matmul");
     // a loop bound from a variable: out[i] = sum of the first n of row i
     let v = Variable::new("n", 1, 64).unwrap();
     let row = ShapeTracker::from_view(
