@@ -4,7 +4,10 @@
 mod common;
 
 use common::{tensor, values};
-use wgrad_engine::{cached_kernels, counters, flags, realize, reset_counters};
+use wgrad_dtype::DType;
+use wgrad_engine::device::available_devices;
+use wgrad_engine::{DeviceName, cached_kernels, counters, flags, lazy, realize, reset_counters, upload};
+use wgrad_ops::Ops;
 
 #[test]
 fn counters_debug_and_noopt() {
@@ -27,4 +30,22 @@ fn counters_debug_and_noopt() {
     assert_eq!((cached_kernels(), counters().kernels), (compiled, 2));
     flags::set_debug(0);
     flags::set_noopt(false);
+    // on a GPU every other kernel of a submission takes its grid last first: two kernels of one
+    // AST in one schedule are compiled once per order there, once on the CPU
+    for device in available_devices() {
+        let orders = if matches!(device, DeviceName::Wgpu(_)) { 2 } else { 1 };
+        let input = |v: f32| {
+            let bytes: Vec<u8> = (0..256).flat_map(|i| (v * i as f32).to_le_bytes()).collect();
+            lazy::reshape(&upload(&device, DType::F32, &bytes).unwrap(), &[8, 32])
+        };
+        let sums = [1.0, 2.0].map(|v| lazy::reduce(&input(v), Ops::Add, &[1]));
+        let before = cached_kernels();
+        let r = realize(&sums).unwrap();
+        assert_eq!(cached_kernels() - before, orders, "{device}");
+        for (v, sum) in [1.0, 2.0].iter().zip(&r) {
+            let want: Vec<f32> =
+                (0..8).map(|row| v * (0..32).map(|c| (row * 32 + c) as f32).sum::<f32>()).collect();
+            assert_eq!(values(sum), want, "{device}");
+        }
+    }
 }

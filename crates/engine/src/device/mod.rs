@@ -146,6 +146,13 @@ pub trait Backend: Send + Sync {
     /// Prepares `launches` to run many times ([`Graph`]); the graph keeps their programs and
     /// buffers alive.
     fn graph(&self, launches: &[Launch<'_>]) -> Result<Box<dyn Graph>, EngineError>;
+    /// Whether a memory-bound kernel of a submission may take its grid opposite to the kernel
+    /// before it ([`Program::reversed`]): it then starts on the part that kernel touched last,
+    /// which a GPU's L2 cache still holds (an H200's MiniLM attention statistics 42.6 -> 39.0
+    /// us, its layer norms 23.7 -> 22.6, docs/PERFORMANCE.md). The default keeps one order.
+    fn alternates_grids(&self) -> bool {
+        false
+    }
     /// Bytes of device memory currently allocated through this backend.
     fn memory_used(&self) -> usize;
     /// Device objects created so far.

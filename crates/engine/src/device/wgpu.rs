@@ -185,6 +185,10 @@ impl Backend for WgpuBackend {
         &self.target
     }
 
+    fn alternates_grids(&self) -> bool {
+        true
+    }
+
     fn alloc(&self, dtype: DType, len: usize) -> Result<DeviceBuffer, EngineError> {
         if len.checked_mul(dtype.itemsize()).is_none_or(|bytes| bytes > usize::MAX - 4) {
             let what = format!("{len} elements of {} do not fit in a byte count", dtype.scalar().long_name());
