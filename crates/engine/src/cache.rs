@@ -22,11 +22,19 @@ pub(crate) struct Compiled {
 /// A kernel AST on a device under an opt mode (NOOPT, the BEAM width).
 type Key = (UOp, DeviceName, bool, usize);
 
+/// Codegen's program of a kernel AST, and the AST's flops and bytes.
+pub(crate) struct Generated {
+    /// The program, before the backend compiles it.
+    pub program: Program,
+    /// Its flops and bytes.
+    pub estimate: Estimate,
+}
+
 /// A map behind a lock, made on first use.
 type Cache<K, V> = LazyLock<Mutex<HashMap<K, Arc<V>>>>;
 
 /// Codegen's programs, before the backend compiles them.
-static PROGRAMS: Cache<Key, Program> = LazyLock::new(Mutex::default);
+static PROGRAMS: Cache<Key, Generated> = LazyLock::new(Mutex::default);
 /// The backend's programs, in each grid order.
 static CACHE: Cache<(Key, bool), Compiled> = LazyLock::new(Mutex::default);
 
@@ -50,11 +58,11 @@ fn key(ast: &UOp, device: &DeviceName) -> Key {
 
 /// Codegen's program of `ast` for `backend` (printing the DEBUG=3, 5 and 6 listings when it
 /// is made).
-pub(crate) fn program(
+pub(crate) fn generated(
     ast: &UOp,
     device: &DeviceName,
     backend: &dyn Backend,
-) -> Result<Arc<Program>, EngineError> {
+) -> Result<Arc<Generated>, EngineError> {
     let key = key(ast, device);
     if let Some(p) = PROGRAMS.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
         return Ok(p.clone());
@@ -89,9 +97,9 @@ pub(crate) fn program(
     if debug >= 6 {
         eprintln!("{program}");
     }
-    let program = Arc::new(program);
-    PROGRAMS.lock().unwrap_or_else(PoisonError::into_inner).insert(key, program.clone());
-    Ok(program)
+    let generated = Arc::new(Generated { program, estimate: estimate(ast) });
+    PROGRAMS.lock().unwrap_or_else(PoisonError::into_inner).insert(key, generated.clone());
+    Ok(generated)
 }
 
 /// Whether `program` multiplies on tensor cores.
@@ -111,8 +119,8 @@ pub(crate) fn compiled(
     if let Some(c) = CACHE.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
         return Ok(c.clone());
     }
-    let generated = program(ast, device, backend)?;
-    let program = backend.compile(&Program { reversed, ..(*generated).clone() }).inspect_err(|e| {
+    let generated = generated(ast, device, backend)?;
+    let program = backend.compile(&Program { reversed, ..generated.program.clone() }).inspect_err(|e| {
         if let (EngineError::KernelCompile { kernel, device, code, .. }, true) = (e, flags::debug() >= 1) {
             eprintln!("kernel {kernel} failed to compile on {device}; its source:\n{code}");
         }
@@ -120,7 +128,8 @@ pub(crate) fn compiled(
     if let Some(source) = backend.source(&program).filter(|_| flags::debug() >= 4) {
         eprintln!("{source}");
     }
-    let compiled = Arc::new(Compiled { program, name: generated.name.clone(), estimate: estimate(ast) });
+    let name = generated.program.name.clone();
+    let compiled = Arc::new(Compiled { program, name, estimate: generated.estimate.clone() });
     CACHE.lock().unwrap_or_else(PoisonError::into_inner).insert(key, compiled.clone());
     Ok(compiled)
 }

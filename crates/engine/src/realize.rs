@@ -8,9 +8,9 @@
 
 use std::time::Duration;
 
-use wgrad_ops::{Estimate, UOp, UOpMap, UOpSet, estimate};
+use wgrad_ops::{Estimate, UOp, UOpMap, UOpSet};
 
-use crate::cache::{Compiled, compiled, program, uses_tensor_cores};
+use crate::cache::{Compiled, compiled, generated, uses_tensor_cores};
 use crate::counters::count_kernel;
 use crate::device::open_device;
 use crate::lazy::{device_of, reshape};
@@ -181,18 +181,14 @@ fn launch(
     // and so does every kernel of a submission with tensor-core products (there a forward
     // product after a reversed kernel ran slower: MiniLM's f16 QKV 89 -> 109 us, for a reason
     // not found)
-    let mut alternate = backend.alternates_grids();
-    for ast in &asts {
-        if !alternate {
-            break;
-        }
-        alternate = !uses_tensor_cores(&*program(ast, &items[0].device, backend)?);
-    }
+    let device = &items[0].device;
+    let generated = asts.iter().map(|ast| generated(ast, device, backend)).collect::<Result<Vec<_>, _>>()?;
+    let alternate = backend.alternates_grids() && !generated.iter().any(|g| uses_tensor_cores(&g.program));
     let mut after_reversed = false;
     let mut kernels = Vec::with_capacity(asts.len());
-    for ast in &asts {
-        let reversed = alternate && !after_reversed && memory_bound(&estimate(ast));
-        kernels.push(compiled(ast, &items[0].device, backend, reversed)?);
+    for (ast, g) in asts.iter().zip(&generated) {
+        let reversed = alternate && !after_reversed && memory_bound(&g.estimate);
+        kernels.push(compiled(ast, device, backend, reversed)?);
         after_reversed = reversed;
     }
     let launches: Vec<Launch<'_>> = items
