@@ -17,7 +17,10 @@
 //!
 //! Batches and the readback or timed work after them are recorded as compute passes (and
 //! copies) into one open command encoder, finished only when the stream is submitted or an
-//! upload must come between: a command encoder costs the driver a command buffer (on NVIDIA's
+//! upload must come between a pass and what follows it; uploads staged while no pass is open
+//! go into that encoder too, so an idle device's uploads and first launches are one command
+//! buffer (`embed_tokens` of MiniLM on an H200: 10-25 us less before the device starts,
+//! docs/PERFORMANCE.md): a command encoder costs the driver a command buffer (on NVIDIA's
 //! Vulkan driver an allocation through the kernel, about half of an eager loop's host time
 //! when every realize had its own), while a pass in an open encoder costs a few pushes.
 //! Batches recorded one after another go into one open compute pass, ended when a copy, a
@@ -29,9 +32,12 @@
 //! Invariants:
 //! - Command buffers reach the queue in the order they were recorded, the belt's uploads
 //!   among them; a write through `queue.write_buffer` first submits the stream. So memory the
-//!   pool hands out again is only touched after everything recorded before it. What the open
-//!   encoder holds was recorded before anything in the belt's open encoder (a batch recorded
-//!   after an upload first closes both), so closing the open encoder first keeps the order.
+//!   pool hands out again is only touched after everything recorded before it. An upload
+//!   staged while no pass is open is recorded into the open encoder in order; one staged while
+//!   a pass is open goes into the belt's encoder, and what the open encoder holds was recorded
+//!   before anything there (a batch recorded after such an upload first closes both), so
+//!   closing the open encoder first keeps the order. An open encoder holding uploads is
+//!   submitted on the caller's thread, after the belt's chunks are unmapped.
 //!   A submit on the caller's thread first waits for the submit thread to submit what it was
 //!   handed.
 //! - A batch whose bind groups cannot be made (a binding the pipeline does not declare, a
@@ -70,8 +76,11 @@ const QUEUED_LAUNCHES: usize = 4;
 /// The command stream not submitted yet.
 pub(crate) struct Stream {
     pub(crate) belt: wgpu::util::StagingBelt,
-    /// The encoder of the belt's copies staged since the last command buffer was recorded.
-    pub(crate) uploads: Option<wgpu::CommandEncoder>,
+    /// The encoder of the belt's copies staged while a pass was open in `open`.
+    uploads: Option<wgpu::CommandEncoder>,
+    /// Whether `open` holds copies out of the belt (staged while no pass was open in it): it is
+    /// then submitted on this thread, after the belt's chunks are unmapped.
+    staged: bool,
     /// The open compute pass of `open`, holding the batches recorded since its last copy or
     /// timed run (ended before anything else is recorded into `open`, and before it finishes).
     pass: Option<wgpu::ComputePass<'static>>,
@@ -97,6 +106,7 @@ impl Stream {
         Self {
             belt: wgpu::util::StagingBelt::new(device.clone(), chunk),
             uploads: None,
+            staged: false,
             pass: None,
             open: None,
             commands: vec![],
@@ -106,6 +116,27 @@ impl Stream {
             command_buffers: 0,
             passes: 0,
         }
+    }
+
+    /// Copies `data` (`size` bytes) into a chunk of the belt and records its copy into `target`
+    /// at `offset` after everything recorded so far: into the open encoder when no pass is open
+    /// in it, else into the belt's own encoder, which goes after the open one.
+    pub(crate) fn stage(
+        &mut self,
+        device: &wgpu::Device,
+        (target, offset): (&wgpu::Buffer, u64),
+        size: std::num::NonZeroU64,
+        data: &[u8],
+    ) {
+        let create =
+            |label| device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+        let encoder = if self.pass.is_none() && self.uploads.is_none() {
+            self.staged = true;
+            self.open.get_or_insert_with(|| create("wgrad stream"))
+        } else {
+            self.uploads.get_or_insert_with(|| create("wgrad uploads"))
+        };
+        self.belt.write_buffer(encoder, target, offset, size).copy_from_slice(data);
     }
 
     /// Ends the belt's open encoder: its copies go before anything recorded next.
@@ -254,6 +285,7 @@ impl Device {
     /// stream. If wgpu finds an error in it, nothing of it runs and the error is returned.
     fn close_open(&self, stream: &mut Stream) -> Result<()> {
         stream.pass = None;
+        stream.staged = false;
         let (commands, finished) = finish(&self.device, stream.open.take(), "batch submit");
         stream.commands.extend(commands);
         finished
@@ -262,7 +294,7 @@ impl Device {
     /// Submits the stream: through the submit thread when it is the open encoder's launches
     /// alone (see `submitter.rs`), else on this thread.
     fn submit_or_hand(&self, stream: &mut Stream) -> Result<()> {
-        let launches_alone = stream.commands.is_empty() && stream.uploads.is_none();
+        let launches_alone = stream.commands.is_empty() && stream.uploads.is_none() && !stream.staged;
         let (Some(submitter), true) = (&self.submitter, launches_alone) else {
             return self.submit_stream(stream, "batch submit");
         };

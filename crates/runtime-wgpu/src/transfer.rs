@@ -18,7 +18,6 @@ use std::sync::mpsc;
 use crate::buffer::Buffer;
 use crate::device::Device;
 use crate::error::{Result, RuntimeError, scoped};
-use crate::submit::Stream;
 
 /// Largest write staged in the belt; larger ones go through the queue's own staging.
 pub(crate) const BELT_WRITE_MAX: u64 = 16 << 20;
@@ -41,15 +40,8 @@ impl Device {
                 .map_err(|e| RuntimeError::from_wgpu(e, "buffer write"));
         }
         let mut stream = self.lock_stream();
-        let Stream { belt, uploads, .. } = &mut *stream;
-        scoped(&self.device, || {
-            let encoder = uploads.get_or_insert_with(|| {
-                self.device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("wgrad uploads") })
-            });
-            belt.write_buffer(encoder, buffer.raw(), offset, size).copy_from_slice(data);
-        })
-        .map_err(|e| RuntimeError::from_wgpu(e, "buffer write"))
+        scoped(&self.device, || stream.stage(&self.device, (buffer.raw(), offset), size, data))
+            .map_err(|e| RuntimeError::from_wgpu(e, "buffer write"))
     }
 
     /// A new buffer holding `data`.

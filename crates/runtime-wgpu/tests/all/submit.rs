@@ -155,6 +155,29 @@ fn batches_share_a_compute_pass_until_an_upload_comes_between() {
 }
 
 #[test]
+fn an_idle_devices_uploads_and_launches_are_one_command_buffer() {
+    let Some(device) = common::device() else { return };
+    let pipeline = device.pipeline(common::AXPY, "axpy").unwrap();
+    device.sync().unwrap();
+    let (submits, buffers) = (device.submits(), device.command_buffers());
+    // staged with no pass open: the copies go into the open encoder, which the idle device's
+    // batch then takes (submitted on this thread, once the belt's chunks are unmapped)
+    let y = device.upload(&[1.0f32; 256]).unwrap();
+    let x = device.upload(&[3.0f32; 256]).unwrap();
+    axpy(&device, &y, &x);
+    assert_eq!((device.submits() - submits, device.command_buffers() - buffers), (1, 1));
+    // a pass is open now: an upload goes after it, and the next batch reads the new values
+    let mut batch = device.batch();
+    batch.dispatch(&pipeline, &[&y, &x], [4, 1, 1]).unwrap();
+    device.record(batch).unwrap();
+    let x2 = device.upload(&[10.0f32; 256]).unwrap();
+    let mut batch = device.batch();
+    batch.dispatch(&pipeline, &[&y, &x2], [4, 1, 1]).unwrap();
+    device.record(batch).unwrap();
+    assert_eq!(device.read_as::<f32>(&y).unwrap(), [((2.0 + 3.0) * 2.0 + 3.0) * 2.0 + 10.0; 256]);
+}
+
+#[test]
 fn memory_reused_from_the_pool_keeps_its_contents_for_the_work_recorded_before() {
     let Some(device) = common::device() else { return };
     let axpy = device.pipeline(common::AXPY, "axpy").unwrap();
