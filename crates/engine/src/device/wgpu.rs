@@ -23,11 +23,15 @@ const CLOCK_BUDGET: Duration = Duration::from_millis(500);
 
 /// Launches a graph's untimed run hands a GPU first; each later part takes twice as many (as
 /// tinygrad's JIT batches), so an idle GPU starts on the first while the host records the
-/// rest. An H200's MiniLM f32 batch (61 launches, synced each call): 10.63-10.66 ms wall in
-/// one part, 10.57 with 8 first, 10.59 with 16, 10.65-10.66 with 4. A software adapter runs
-/// on the host's cores, so there is nothing to overlap: lavapipe's jitted MNIST step took
-/// 925 ms with parts against 853-890 in one.
-const FIRST_SUBMIT: usize = 8;
+/// rest. The first part is on the critical path: wgpu encodes its launches when it is
+/// submitted (3-6 us each on an H200's host). An H200's MiniLM f32 batch (60 launches, synced
+/// each call, the first parts' sizes alternated within each of three processes, medians of
+/// 100 calls): 2 first left the device idle behind its first two short kernels (10.25-10.39
+/// ms), 3 first gave 10.17-10.33, 4 10.17-10.36, 6 10.18-10.36, 8 10.19-10.38; in one part
+/// it had been 0.06-0.09 ms slower than 8. A software adapter runs on the host's cores, so
+/// there is nothing to overlap: lavapipe's jitted MNIST step took 925 ms with parts against
+/// 853-890 in one.
+const FIRST_SUBMIT: usize = 3;
 
 /// A wgpu adapter as a device.
 pub struct WgpuBackend {
