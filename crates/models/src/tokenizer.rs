@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use tokenizers::{PaddingParams, PaddingStrategy, TruncationParams, TruncationStrategy};
-use wgrad_tensor::Tensor;
+use wgrad_tensor::{DType, Element, Tensor};
 
 use crate::error::{ModelError, Result};
 
@@ -36,7 +36,9 @@ impl TokenBatch {
     /// mask as `(batch, seq)` bool.
     pub fn tensors(&self) -> wgrad_tensor::Result<(Tensor, Tensor, Tensor)> {
         let shape = [self.batch, self.seq_len];
-        let ints = |v: &[u32]| Tensor::from_slice(&v.iter().map(|&x| x as i32).collect::<Vec<i32>>(), &shape);
+        // a u32's little-endian bytes are those of `x as i32`: on a little-endian host the ids'
+        // own memory, uploaded without a copy
+        let ints = |v: &[u32]| Tensor::from_bytes(&<u32 as Element>::to_le_bytes(v), DType::I32, &shape);
         let mask: Vec<bool> = self.mask.iter().map(|&m| m != 0).collect();
         Ok((ints(&self.ids)?, ints(&self.type_ids)?, Tensor::from_slice(&mask, &shape)?))
     }

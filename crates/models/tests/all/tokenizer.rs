@@ -5,6 +5,7 @@
 use crate::common;
 
 use wgrad_models::{SentenceConfig, Tokenizer};
+use wgrad_tensor::DType;
 
 fn tokenizer() -> Option<(Tokenizer, SentenceConfig)> {
     let dir = common::model_dir()?;
@@ -43,4 +44,22 @@ fn a_batch_pads_to_its_longest_text() {
     assert_eq!(&batch.ids[2..9], &[0; 7], "padded with [PAD]");
     assert_eq!(batch.mask, [[1, 1].as_slice(), &[0; 7], &[1; 9]].concat());
     assert_eq!(batch.type_ids, vec![0; 18]);
+}
+
+#[test]
+fn a_batch_goes_to_the_device_as_int32_ids_and_a_bool_mask() {
+    // no tokenizer needed: ids past i32's range wrap as `as i32` does
+    let batch = wgrad_models::TokenBatch {
+        ids: vec![101, 7592, u32::MAX, 102],
+        type_ids: vec![0, 0, 1, 1],
+        mask: vec![1, 1, 1, 0],
+        batch: 2,
+        seq_len: 2,
+    };
+    let (ids, types, mask) = batch.tensors().unwrap();
+    assert_eq!((ids.dtype(), types.dtype(), mask.dtype()), (DType::I32, DType::I32, DType::BOOL));
+    assert_eq!(ids.shape(), [2, 2]);
+    assert_eq!(ids.to_vec::<i32>().unwrap(), [101, 7592, -1, 102]);
+    assert_eq!(types.to_vec::<i32>().unwrap(), [0, 0, 1, 1]);
+    assert_eq!(mask.to_vec::<bool>().unwrap(), [true, true, true, false]);
 }
