@@ -45,3 +45,18 @@ fn cpu_buffers_round_trip_and_count_memory() {
     drop(buf);
     assert_eq!(cpu.memory_used(), before);
 }
+
+#[test]
+fn a_gpu_knows_when_it_last_started_on_work() {
+    assert_eq!(open_device(&DeviceName::Cpu).unwrap().take_start(), None);
+    let Ok(gpu) = open_device(&DeviceName::Wgpu(None)) else { return };
+    gpu.take_start();
+    let before = std::time::Instant::now();
+    let buf = gpu.alloc(DType::I32, 3).unwrap();
+    let bytes: Vec<u8> = [7i32, -1, 3].iter().flat_map(|x| x.to_le_bytes()).collect();
+    gpu.copy_in(&buf, &bytes).unwrap();
+    // the upload and the readback's copy reach the idle device in one submit
+    assert_eq!(gpu.copy_out(&buf).unwrap(), bytes);
+    let started = gpu.take_start().expect("a submit to an idle device is noted");
+    assert!(before <= started && started <= std::time::Instant::now());
+}

@@ -187,6 +187,7 @@ impl Device {
             queue.clone(),
             submit_spin(adapter.kind),
             Arc::clone(&stream.finished),
+            Arc::clone(&stream.started),
             move |e| {
                 failed.submit_thread.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
             },

@@ -54,7 +54,8 @@
 //!   after it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use crate::batch::{Batch, record};
 use crate::device::Device;
@@ -72,6 +73,19 @@ const MAX_IN_FLIGHT: u64 = 2;
 /// Launches that wait in the stream before they are queued behind a running submit (fewer
 /// would cost a submit per launch where the device finishes each before the next).
 const QUEUED_LAUNCHES: usize = 4;
+
+/// When a submit first found the device done with every submit before it (an idle device got
+/// work) since [`Device::take_start`] last looked. Shared with the submit thread.
+pub(crate) type Started = Arc<Mutex<Option<Instant>>>;
+
+/// Notes that submit `number` was just made, if the device had finished the ones before it
+/// (as far as `finished`, raised by the queue's callbacks when a poll runs them, knows) and no
+/// start is noted yet.
+pub(crate) fn note_submit(number: u64, finished: &AtomicU64, started: &Started) {
+    if finished.load(Ordering::Relaxed) + 1 >= number {
+        started.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(Instant::now);
+    }
+}
 
 /// The command stream not submitted yet.
 pub(crate) struct Stream {
@@ -94,6 +108,8 @@ pub(crate) struct Stream {
     submits: u64,
     /// Submits the device has finished, as its callbacks report them.
     pub(crate) finished: Arc<AtomicU64>,
+    /// When a submit first reached an idle device since `take_start`.
+    pub(crate) started: Started,
     /// Command buffers submitted so far.
     command_buffers: u64,
     /// Compute passes of batches begun so far.
@@ -113,6 +129,7 @@ impl Stream {
             launches: 0,
             submits: 0,
             finished: Arc::new(AtomicU64::new(0)),
+            started: Started::default(),
             command_buffers: 0,
             passes: 0,
         }
@@ -189,6 +206,14 @@ impl Device {
     pub fn flush(&self) -> Result<()> {
         self.check()?;
         self.submit_stream(&mut self.lock_stream(), "flush")
+    }
+
+    /// When the device first went from idle to work (a submit that found everything submitted
+    /// before it finished, as far as the last poll saw) since the last call, which forgets it.
+    /// A caller that takes it before its work and again after sees how long the host took
+    /// before the device started on that work.
+    pub fn take_start(&self) -> Option<Instant> {
+        self.lock_stream().started.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
     /// Submits so far (each a `queue.submit` of one or more command buffers).
@@ -332,6 +357,9 @@ impl Device {
         let submitted = self.submit_commands(commands, context);
         stream.belt.recall();
         stream.submits += 1;
+        if submitted.is_ok() {
+            note_submit(stream.submits, &stream.finished, &stream.started);
+        }
         let (finished, number) = (Arc::clone(&stream.finished), stream.submits);
         self.queue.on_submitted_work_done(move || {
             finished.fetch_max(number, Ordering::Relaxed);
@@ -362,5 +390,25 @@ impl Device {
             Ok(_) => stream.submits.saturating_sub(stream.finished.load(Ordering::Relaxed)),
             Err(_) => 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_submit_is_a_start_only_when_the_device_had_finished_the_ones_before_it() {
+        let (finished, started) = (AtomicU64::new(2), Started::default());
+        note_submit(4, &finished, &started);
+        assert!(started.lock().unwrap().is_none(), "submit 3 still running");
+        note_submit(3, &finished, &started);
+        let first = started.lock().unwrap().expect("submits 1 and 2 done");
+        // the first start is kept until it is taken
+        finished.store(3, Ordering::Relaxed);
+        note_submit(4, &finished, &started);
+        assert_eq!(started.lock().unwrap().take(), Some(first));
+        note_submit(4, &finished, &started);
+        assert!(started.lock().unwrap().is_some_and(|t| t >= first));
     }
 }

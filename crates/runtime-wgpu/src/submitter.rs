@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{RuntimeError, scoped};
 use crate::info::DeviceKind;
+use crate::submit::{Started, note_submit};
 
 /// How long the thread spins for the next encoders after a submit, on a GPU, before it sleeps:
 /// a training loop submits a step every few milliseconds, and a thread woken for each cost an
@@ -118,13 +119,14 @@ pub(crate) struct Submitter {
 
 impl Submitter {
     /// Starts the thread for `device`, spinning for up to `spin` after each submit: a submit it
-    /// makes raises `finished` to the submit's number once the device has run it; a failure
-    /// goes to `failed`.
+    /// makes raises `finished` to the submit's number once the device has run it, and notes in
+    /// `started` when it reached an idle device; a failure goes to `failed`.
     pub(crate) fn start(
         device: wgpu::Device,
         queue: wgpu::Queue,
         spin: Duration,
         finished: Arc<AtomicU64>,
+        started: Started,
         failed: impl Fn(RuntimeError) + Send + 'static,
     ) -> std::io::Result<Self> {
         let handoff = Arc::new(Handoff::default());
@@ -133,8 +135,12 @@ impl Submitter {
             // closes the queue however the thread ends (a panic in wgpu included)
             let _closed = Closed(Arc::clone(&shared));
             while let Some(taken) = shared.next(spin) {
-                let number = taken.last().map_or(0, |(_, n)| *n);
+                let (first, number) =
+                    (taken.first().map_or(0, |(_, n)| *n), taken.last().map_or(0, |(_, n)| *n));
                 let result = submit(&device, &queue, taken.into_iter().map(|(encoder, _)| encoder));
+                if result.is_ok() {
+                    note_submit(first, &finished, &started);
+                }
                 let done = Arc::clone(&finished);
                 queue.on_submitted_work_done(move || {
                     done.fetch_max(number, Ordering::Relaxed);

@@ -196,6 +196,13 @@ pub trait Backend: Send + Sync {
     fn raise_clocks(&self) -> Result<(), EngineError> {
         Ok(())
     }
+    /// When the device first went from idle to work (a submit that found everything before it
+    /// finished) since the last call, which forgets it, where the backend knows: a caller that
+    /// takes it before its work and again after sees how long the host took before the device
+    /// started on that work. The default does not know.
+    fn take_start(&self) -> Option<Instant> {
+        None
+    }
     /// The device time of each of `runs` runs of `launch`, recorded back to back in one
     /// submission, to compare kernels by. With `max_workgroups`, a backend may run only that
     /// many of the launch's workgroups and scale the times up to the whole grid (what a search

@@ -309,6 +309,10 @@ impl Backend for WgpuBackend {
         self.device.raise_clocks(CLOCK_BUDGET).map(drop).map_err(|e| self.runtime(e))
     }
 
+    fn take_start(&self) -> Option<Instant> {
+        self.device.take_start()
+    }
+
     fn time_launch(
         &self,
         launch: &Launch<'_>,

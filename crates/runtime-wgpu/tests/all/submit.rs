@@ -178,6 +178,35 @@ fn an_idle_devices_uploads_and_launches_are_one_command_buffer() {
 }
 
 #[test]
+fn the_device_notes_when_an_idle_device_gets_work() {
+    let Some(device) = common::device() else { return };
+    let y = device.upload(&[0.0f32; 256]).unwrap();
+    let x = device.upload(&[1.0f32; 256]).unwrap();
+    device.sync().unwrap();
+    device.take_start();
+    let before = std::time::Instant::now();
+    axpy(&device, &y, &x);
+    // (a flush first waits for what the submit thread took)
+    device.flush().unwrap();
+    let started = device.take_start().expect("a submit to an idle device is noted");
+    assert!(before <= started && started <= std::time::Instant::now());
+    assert_eq!(device.take_start(), None, "taken");
+    // the spin starts the idle device; the launch behind it is no start on a GPU (llvmpipe's
+    // submit behind a running one returns only when that one ends: the device was idle by
+    // then), and the first start is the one kept
+    start_spin(&device);
+    device.flush().unwrap();
+    axpy(&device, &y, &x);
+    device.flush().unwrap();
+    let spin = device.take_start().expect("the spin reached an idle device");
+    assert!(spin > started);
+    if device.adapter().kind != DeviceKind::Cpu {
+        assert_eq!(device.take_start(), None, "the launch behind the spin is no start");
+    }
+    device.sync().unwrap();
+}
+
+#[test]
 fn memory_reused_from_the_pool_keeps_its_contents_for_the_work_recorded_before() {
     let Some(device) = common::device() else { return };
     let axpy = device.pipeline(common::AXPY, "axpy").unwrap();
