@@ -9,7 +9,8 @@
 //! Each figure is the median of `iters` timed runs after two warm-up runs (which compile the
 //! kernels) and the GPU's clocks brought up; beside the batch's wall time, the GPU time of its kernels (device timestamps, one
 //! more run with kernel timing on, after the GPU's clocks are brought up), so the rest is host
-//! work and waiting. The forward is jitted (`JitEmbedder`: the second run captures its
+//! work and waiting, and on a GPU the host's time before the device started on a run (until the
+//! submit that found it idle; the median). The forward is jitted (`JitEmbedder`: the second run captures its
 //! kernels, the timed runs replay them); `JIT=0` measures it eager. The table gives the
 //! kernels of one jitted forward.
 //! `crates/models/bench/minilm_torch.py` measures PyTorch the same way.
@@ -59,22 +60,36 @@ fn token_batch(model: &SentenceEmbedder, batch: usize, len: usize) -> Result<Tok
     Ok(out)
 }
 
-/// The median of `iters` timings of `f` in milliseconds, after two untimed runs and with the
+/// The median of `times`.
+fn median(mut times: Vec<f64>) -> Option<f64> {
+    times.sort_by(f64::total_cmp);
+    times.get(times.len() / 2).copied()
+}
+
+/// The medians of `iters` timings of `f` in milliseconds, after two untimed runs and with the
 /// GPU's clocks brought up (the driver lowers them while the host compiles the kernels: the
 /// float16 batch, a few ms of work after seconds of loading and compiling, read 4.3 or 9-18 ms
-/// of wall time on an H100 for the same 4.1 ms of kernels).
-fn median_ms(iters: usize, mut f: impl FnMut() -> Result<(), Box<dyn Error>>) -> Result<f64, Box<dyn Error>> {
+/// of wall time on an H100 for the same 4.1 ms of kernels): the wall time, and on a GPU the
+/// host's time before the device started (`Backend::take_start`; a software adapter runs its
+/// work on the host's cores, so it has no such figure).
+fn median_ms(
+    iters: usize,
+    mut f: impl FnMut() -> Result<(), Box<dyn Error>>,
+) -> Result<(f64, Option<f64>), Box<dyn Error>> {
     f()?;
     f()?;
-    open_device(&Tensor::default_device()?)?.raise_clocks()?;
-    let mut times = vec![];
+    let backend = open_device(&Tensor::default_device()?)?;
+    backend.raise_clocks()?;
+    let (mut times, mut before_start) = (vec![], vec![]);
     for _ in 0..iters {
+        backend.take_start();
         let start = Instant::now();
         f()?;
         times.push(start.elapsed().as_secs_f64() * 1e3);
+        let started = backend.take_start().filter(|&s| s >= start && !backend.runs_on_host());
+        before_start.extend(started.map(|s| (s - start).as_secs_f64() * 1e3));
     }
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
+    Ok((median(times).unwrap_or(0.0), median(before_start)))
 }
 
 /// Reads `embeddings` back to the host as float32: the end of every timed run.
@@ -96,7 +111,7 @@ pub fn run(dir: &Path, batch: usize, tokens: usize, iters: usize) -> Result<(), 
         let model = SentenceEmbedder::load(dir, dtype)?;
         let ids = token_batch(&model, batch, tokens)?;
         let mut jit = JitEmbedder::new(&model);
-        let ms = median_ms(iters, || read_back(jit.embed_tokens(&ids)?))?;
+        let (ms, before_start) = median_ms(iters, || read_back(jit.embed_tokens(&ids)?))?;
         let per_s = batch as f64 / ms * 1e3;
         // the kernel timing runs at the clocks a busy GPU keeps (the driver lowers them while
         // the host compiles, and DEBUG=2's printing slows the runs before it)
@@ -107,14 +122,16 @@ pub fn run(dir: &Path, batch: usize, tokens: usize, iters: usize) -> Result<(), 
         let kernel_ms = counters().kernel_time.as_secs_f64() * 1e3;
         flags::set_timing(false);
         rows.push(format!(
-            "| batch {batch} x {tokens} tokens, ids to embeddings | {name} | {ms:.2} ms | {kernel_ms:.2} ms | {per_s:.0} sentences/s | {} |",
+            "| batch {batch} x {tokens} tokens, ids to embeddings | {name} | {ms:.2} ms | {kernel_ms:.2} ms | {} | {per_s:.0} sentences/s | {} |",
+            before_start.map_or(String::new(), |b| format!("{b:.3} ms")),
             kernels(&jit)
         ));
         let short = model.tokenizer().encode_batch(&[SHORT])?.seq_len;
         let mut jit = JitEmbedder::new(&model);
-        let ms = median_ms(iters, || read_back(jit.embed(&[SHORT])?))?;
+        let (ms, before_start) = median_ms(iters, || read_back(jit.embed(&[SHORT])?))?;
         rows.push(format!(
-            "| one {short}-token sentence, text to embedding | {name} | {ms:.3} ms | | {:.0} sentences/s | {} |",
+            "| one {short}-token sentence, text to embedding | {name} | {ms:.3} ms | | {} | {:.0} sentences/s | {} |",
+            before_start.map_or(String::new(), |b| format!("{b:.3} ms")),
             1e3 / ms,
             kernels(&jit)
         ));
@@ -122,7 +139,7 @@ pub fn run(dir: &Path, batch: usize, tokens: usize, iters: usize) -> Result<(), 
     }
     println!("MiniLM-L6 (all-MiniLM-L6-v2) on {}, median of {iters} runs", Tensor::default_device()?);
     println!(
-        "| workload | dtype | time | kernel time | throughput | kernels per forward |\n| --- | --- | --- | --- | --- | --- |"
+        "| workload | dtype | time | kernel time | host before the device starts | throughput | kernels per forward |\n| --- | --- | --- | --- | --- | --- | --- |"
     );
     rows.iter().for_each(|r| println!("{r}"));
     Ok(())
