@@ -28,6 +28,8 @@ pub(crate) struct Generated {
     pub program: Program,
     /// Its flops and bytes.
     pub estimate: Estimate,
+    /// Whether it multiplies on tensor cores.
+    pub tensor_cores: bool,
 }
 
 /// A map behind a lock, made on first use.
@@ -97,13 +99,14 @@ pub(crate) fn generated(
     if debug >= 6 {
         eprintln!("{program}");
     }
-    let generated = Arc::new(Generated { program, estimate: estimate(ast) });
+    let tensor_cores = uses_tensor_cores(&program);
+    let generated = Arc::new(Generated { program, estimate: estimate(ast), tensor_cores });
     PROGRAMS.lock().unwrap_or_else(PoisonError::into_inner).insert(key, generated.clone());
     Ok(generated)
 }
 
 /// Whether `program` multiplies on tensor cores.
-pub(crate) fn uses_tensor_cores(program: &Program) -> bool {
+fn uses_tensor_cores(program: &Program) -> bool {
     program.uops.iter().any(|u| u.op() == Ops::Wmma)
 }
 

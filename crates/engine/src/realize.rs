@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use wgrad_ops::{Estimate, UOp, UOpMap, UOpSet};
 
-use crate::cache::{Compiled, compiled, generated, uses_tensor_cores};
+use crate::cache::{Compiled, compiled, generated};
 use crate::counters::count_kernel;
 use crate::device::open_device;
 use crate::lazy::{device_of, reshape};
@@ -183,7 +183,7 @@ fn launch(
     // not found)
     let device = &items[0].device;
     let generated = asts.iter().map(|ast| generated(ast, device, backend)).collect::<Result<Vec<_>, _>>()?;
-    let alternate = backend.alternates_grids() && !generated.iter().any(|g| uses_tensor_cores(&g.program));
+    let alternate = backend.alternates_grids() && !generated.iter().any(|g| g.tensor_cores);
     let mut after_reversed = false;
     let mut kernels = Vec::with_capacity(asts.len());
     for (ast, g) in asts.iter().zip(&generated) {
