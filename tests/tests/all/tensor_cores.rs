@@ -84,6 +84,21 @@ fn subgroups_share_blocks_staged_in_workgroup_memory() {
     check(HalfMatmul { b: 2, m: 32, n: 32, ..base }, &[tc(0), local(1)]);
 }
 
+/// The epilogue gives each thread four neighbouring elements of a tile's row, so its stores of
+/// the output fold into vector stores (they were scalar, two rows of 16 a subgroup's store).
+#[test]
+fn the_epilogue_stores_four_elements_a_thread() {
+    for half_out in [true, false] {
+        let mm =
+            HalfMatmul { b: 1, m: 32, n: 32, k: 32, a_t: false, b_t: false, cast_first: false, half_out };
+        let mode = OptMode::Given(vec![tc(0)]);
+        let (_, program) = compile(&mm.case().ast, &tensor_core_target(), &mode, "k").unwrap();
+        let stores: Vec<_> = program.uops.iter().filter(|u| u.op() == wgrad_ops::Ops::Store).collect();
+        let widths: Vec<u32> = stores.iter().map(|s| s.src()[1].dtype().count()).collect();
+        assert!(!widths.is_empty() && widths.iter().all(|&w| w == 4), "{mm:?}: {widths:?}\n{program}");
+    }
+}
+
 #[test]
 fn tc_prints_and_parses_as_tinygrad_does() {
     assert_eq!(tc(1).to_string(), "Opt(op=TC, axis=1, arg=0)");
