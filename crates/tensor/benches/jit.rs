@@ -128,21 +128,25 @@ fn mnist_step(data: &Mnist, batch: usize, steps: usize, jitted: bool) -> Result<
     measure(steps, step, || Ok(())) // each step reads its loss back
 }
 
-/// The MNIST example's training loop at `batch`, eager or jitted: each step sets the learning
-/// rate, uploads a freshly sampled batch, runs the step and reads its loss back.
+/// The MNIST example's training loop at `batch`, eager or jitted: the training digits on the
+/// device, each step sets the learning rate, uploads a freshly sampled batch's indices, runs
+/// the step (which picks the digits) and reads its loss back.
 fn mnist_training(data: &Mnist, batch: usize, steps: usize, jitted: bool) -> Result<PerRun> {
     let model = model::Model::new(0)?;
     let opt = RefCell::new(model::optimizer(&model, 2e-3)?);
-    let mut jit = model::jit_train_step(&model, &opt);
+    let (images, labels) = data.train.tensors()?;
+    Tensor::realize_all(&[&images, &labels])?;
+    let mut jit = model::jit_picking_train_step(&model, &opt, &images, &labels);
     let mut i = 0usize;
     let mut step = || -> Result<()> {
         i += 1;
         opt.borrow().set_lr(2e-3 / i as f64)?;
-        let picks: Vec<usize> = (0..batch).map(|k| (i * 7919 + k * 104_729) % data.train.len()).collect();
-        let (x, y) = data.train.batch(&picks)?;
+        let picks: Vec<i32> =
+            (0..batch).map(|k| ((i * 7919 + k * 104_729) % data.train.len()) as i32).collect();
+        let picks = Tensor::from_vec(picks, &[batch])?;
         let loss = match jitted {
-            true => jit.call(&[&x, &y])?.remove(0),
-            false => model::train_step(&model, &mut opt.borrow_mut(), &x, &y)?,
+            true => jit.call(&[&picks])?.remove(0),
+            false => model::picking_train_step(&model, &mut opt.borrow_mut(), (&images, &labels), &picks)?,
         };
         loss.item::<f32>()?;
         Ok(())

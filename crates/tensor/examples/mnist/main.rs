@@ -5,8 +5,10 @@
 //! Flags: `--steps N` (default 180), `--batch N` (64), `--lr F` (Adam's first learning rate,
 //! falling linearly to zero over the run; 2e-3), `--data DIR`,
 //! `--seed N` (0).
-//! Batches are sampled on the host (seeded) and uploaded; each step is one backward pass
-//! and one Adam update, jitted (`JIT=0` runs every step eagerly). It prints the device, a progress bar with the loss and the time left
+//! The training digits are uploaded once; each step's batch is sampled on the host (seeded),
+//! only its indices are uploaded, and the step picks the digits on the device (as tinygrad's
+//! beautiful_mnist does); a step is one backward pass and one Adam update, jitted (`JIT=0`
+//! runs every step eagerly). It prints the device, a progress bar with the loss and the time left
 //! (on stderr), and, when the kernels run on the CPU (lavapipe or the interpreter), how long
 //! the run will take once the third step (the first replay) has shown the pace. The last line
 //! gives the pace from the third step on too: the first two compile the kernels (and a cold
@@ -25,7 +27,7 @@ use wgrad_tensor::datasets::mnist::{Digits, Mnist};
 use wgrad_tensor::optim::Optimizer;
 use wgrad_tensor::{DeviceName, Tensor};
 
-use model::{Model, jit_train_step, optimizer};
+use model::{Model, jit_picking_train_step, optimizer};
 
 /// The command line.
 struct Args {
@@ -140,7 +142,9 @@ fn main() -> Result<(), Box<dyn Error>> {
     );
     let model = Model::new(args.seed)?;
     let opt = RefCell::new(optimizer(&model, args.lr)?);
-    let mut train_step = jit_train_step(&model, &opt);
+    let (images, labels) = data.train.tensors()?;
+    Tensor::realize_all(&[&images, &labels])?;
+    let mut train_step = jit_picking_train_step(&model, &opt, &images, &labels);
     let mut sampler = Sampler(args.seed);
     let bar = progress(args.steps);
     let every = (args.steps / 10).max(1);
@@ -154,9 +158,9 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
         // the learning rate falls linearly to zero over the run
         opt.borrow().set_lr(args.lr * (1.0 - (step - 1) as f64 / args.steps as f64))?;
-        let picks: Vec<usize> = (0..args.batch).map(|_| sampler.below(data.train.len())).collect();
-        let (x, y) = data.train.batch(&picks)?;
-        let loss = train_step.call(&[&x, &y])?[0].item::<f32>()?;
+        let picks: Vec<i32> = (0..args.batch).map(|_| sampler.below(data.train.len()) as i32).collect();
+        let picks = Tensor::from_vec(picks, &[args.batch])?;
+        let loss = train_step.call(&[&picks])?[0].item::<f32>()?;
         let per_s = (step * args.batch) as f64 / train_start.elapsed().as_secs_f64();
         bar.set_message(format!("loss {loss:.3}  {per_s:.0} digits/s"));
         bar.inc(1);

@@ -95,11 +95,52 @@ pub fn train_step(model: &Model, opt: &mut Adam, images: &Tensor, labels: &Tenso
 /// [`train_step`] as a [`TinyJit`] of `(images, labels)` returning `[loss]`: from its third
 /// call a step replays the kernels of the second. The optimizer sits in a `RefCell` so its
 /// learning rate can still be set between steps (`opt.borrow().set_lr(..)`).
+#[allow(
+    dead_code,
+    reason = "the benches and tests step on uploaded batches; the example picks on the device"
+)]
 pub fn jit_train_step<'a>(
     model: &'a Model,
     opt: &'a RefCell<Adam>,
 ) -> TinyJit<impl FnMut(&[Tensor]) -> Result<Vec<Tensor>> + 'a> {
     TinyJit::new(move |batch: &[Tensor]| {
         Ok(vec![train_step(model, &mut opt.borrow_mut(), &batch[0], &batch[1])?])
+    })
+}
+
+/// The entries of `all` (one per digit along its first dim) at the int32 indices `picks`,
+/// picked on the device: a one-hot reduce, which the codegen lowers to indexed loads.
+fn pick(all: &Tensor, picks: &Tensor) -> Result<Tensor> {
+    let digits = all.shape()[0] as isize;
+    let shape: Vec<isize> = picks.shape().iter().chain(&all.shape()[1..]).map(|&d| d as isize).collect();
+    picks.embedding(&all.reshape(&[digits, -1])?)?.reshape(&shape)
+}
+
+/// [`train_step`] on the training digits at the int32 indices `picks`, picked on the device
+/// from all of them there (`images` uint8 `(n, 1, 28, 28)`, `labels` int32 `(n,)`, from
+/// [`Digits::tensors`]): only the indices (4 bytes a digit) cross to the device each step, as
+/// in tinygrad's beautiful_mnist.
+///
+/// [`Digits::tensors`]: wgrad_tensor::datasets::mnist::Digits::tensors
+pub fn picking_train_step(
+    model: &Model,
+    opt: &mut Adam,
+    (images, labels): (&Tensor, &Tensor),
+    picks: &Tensor,
+) -> Result<Tensor> {
+    let x = pick(images, picks)?.cast(DType::F32);
+    train_step(model, opt, &x, &pick(labels, picks)?)
+}
+
+/// [`picking_train_step`] as a [`TinyJit`] of `[picks]` returning `[loss]`, as
+/// [`jit_train_step`].
+pub fn jit_picking_train_step<'a>(
+    model: &'a Model,
+    opt: &'a RefCell<Adam>,
+    images: &'a Tensor,
+    labels: &'a Tensor,
+) -> TinyJit<impl FnMut(&[Tensor]) -> Result<Vec<Tensor>> + 'a> {
+    TinyJit::new(move |picks: &[Tensor]| {
+        Ok(vec![picking_train_step(model, &mut opt.borrow_mut(), (images, labels), &picks[0])?])
     })
 }

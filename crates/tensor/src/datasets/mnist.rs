@@ -121,6 +121,15 @@ impl Digits {
         Ok((x, Tensor::from_vec(labels, &[picks.len()])?))
     }
 
+    /// Every digit as tensors, for a training loop that picks its batches on the device: the
+    /// raw pixels uint8 `(len, 1, rows, cols)` (a quarter of float32's memory: full MNIST's
+    /// 60,000 digits take 47 MB) and the labels int32 `(len,)`.
+    pub fn tensors(&self) -> TensorResult<(Tensor, Tensor)> {
+        let images = Tensor::from_slice(&self.images, &[self.len(), 1, self.rows, self.cols])?;
+        let labels: Vec<i32> = self.labels.iter().map(|&l| i32::from(l)).collect();
+        Ok((images, Tensor::from_vec(labels, &[self.len()])?))
+    }
+
     /// The first `n` digits and the rest.
     fn split_at(mut self, n: usize) -> (Digits, Digits) {
         let n = n.min(self.len());

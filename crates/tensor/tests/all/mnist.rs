@@ -1,6 +1,7 @@
 //! MNIST: the IDX loader on the shipped sample and on bad files; a few training steps of
 //! the example's CNN on a small batch make the loss fall on every device, and the same steps
-//! through TinyJit give the same losses and weights bit for bit.
+//! through TinyJit, picking the digits on the device, give the same losses and weights bit for
+//! bit.
 
 use crate::common;
 #[path = "../../examples/mnist/model.rs"]
@@ -45,6 +46,15 @@ fn the_sample_splits_into_8000_training_and_2000_test_digits() {
     assert!(pixels.iter().all(|&p| (0.0..=255.0).contains(&p)) && pixels.iter().any(|&p| p > 200.0));
     let want: Vec<i32> = [0, 5].iter().map(|&i| i32::from(data.test.labels[i])).collect();
     assert_eq!(y.to_vec::<i32>().unwrap(), want);
+    // every digit on the device: raw uint8 pixels, int32 labels
+    let (images, labels) = data.test.tensors().unwrap();
+    assert_eq!((images.shape(), images.dtype()), (&[2000, 1, 28, 28][..], DType::U8));
+    assert_eq!(
+        labels.to_vec::<i32>().unwrap(),
+        data.test.labels.iter().map(|&l| i32::from(l)).collect::<Vec<_>>()
+    );
+    let first = images.shrink(&[(5, 6), (0, 1), (0, 28), (0, 28)]).unwrap().cast(DType::F32);
+    assert_eq!(first.to_vec::<f32>().unwrap(), pixels[784..]);
     let err = data.test.batch(&[1999, 2000]).unwrap_err();
     assert!(err.to_string().contains("digit 2000 picked from 2000 digits"), "{err}");
 }
@@ -126,13 +136,18 @@ fn five_training_steps_lower_the_loss_and_jitted_steps_equal_eager_ones_bit_for_
             let (x, y) = batch();
             assert!(eager.correct(&x, &y).unwrap() <= picks.len());
 
+            // jitted as the example runs it: the same digits picked on the device, from indices
+            // uploaded afresh every step
+            let (images, labels) = data.train.tensors().unwrap();
             let jitted = model::Model::new(0).unwrap();
             let jit_opt = RefCell::new(model::optimizer(&jitted, 1e-3).unwrap());
-            let mut step = model::jit_train_step(&jitted, &jit_opt);
+            let mut step = model::jit_picking_train_step(&jitted, &jit_opt, &images, &labels);
+            let mut uploads = vec![];
             let jit_losses: Vec<f32> = (0..steps)
                 .map(|_| {
-                    let (x, y) = batch();
-                    step.call(&[&x, &y]).unwrap()[0].item().unwrap()
+                    uploads.push(Tensor::from_vec(picks.iter().map(|&p| p as i32).collect(), &[2]).unwrap());
+                    let indices = uploads.last().cloned().unwrap();
+                    step.call(&[&indices]).unwrap()[0].item().unwrap()
                 })
                 .collect();
             assert!(step.captured_kernels().is_some_and(|k| k > 10), "{device}: the last 3 steps replayed");
