@@ -29,6 +29,17 @@ const SPLIT_SIZE: u32 = 22;
 const SPLIT_K_THRESHOLD: usize = 4096;
 /// See [`SPLIT_K_THRESHOLD`].
 const SPLIT_K_OUTPUTS: usize = 1 << 17;
+/// A reduce over several axes into more than one output is split from this many times its
+/// output on where grouping cannot give it [`FEW_THREADS`] threads: the codegen groups one
+/// reduce axis by a power of two up to 256 that divides it. beautiful_mnist's batch-norm
+/// statistics at batch 64 (32 channels of 64 x 20 x 20, 64 of 64 x 8 x 8) ran as one kernel of
+/// 512 to 4096 threads, and its step on an H200 took 3.0 ms instead of 1.3; at batch 512 (64
+/// channels of 512 x 6 x 6, groups of 256) splitting made the step slower. A reduce over one
+/// axis (a softmax's long rows, a matrix-vector product) groups that axis whole and stays one
+/// kernel.
+const FEW_THREADS_THRESHOLD: usize = 4096;
+/// See [`FEW_THREADS_THRESHOLD`].
+const FEW_THREADS: usize = 8192;
 
 /// The graph in `VIEW` form.
 pub(crate) struct Converted {
@@ -103,7 +114,11 @@ fn split_reduce(r: &UOp, shapes: &mut Shapes) -> Option<UOp> {
     let out = shapes.of(r).to_vec();
     let ratio = numel(&shape) / numel(&out).max(1);
     let split_k = ratio >= SPLIT_K_THRESHOLD && numel(&out) < SPLIT_K_OUTPUTS && contraction(r, shapes);
-    if numel(&shape) == 0 || (ratio < SPLIT_THRESHOLD && !split_k) {
+    let widest_group = |a: usize| (0..=8).rev().map(|p| 1usize << p).find(|g| shape[a].is_multiple_of(*g));
+    let threads = numel(&out) * axes.iter().filter_map(|&a| widest_group(a)).max().unwrap_or(1);
+    let several_axes = axes.iter().filter(|&&a| shape[a] > 1).count() > 1;
+    let few = ratio >= FEW_THREADS_THRESHOLD && numel(&out) > 1 && several_axes && threads < FEW_THREADS;
+    if numel(&shape) == 0 || (ratio < SPLIT_THRESHOLD && !split_k && !few) {
         return None;
     }
     let (base, st) = base_and_st(x, shapes);

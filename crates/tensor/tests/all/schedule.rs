@@ -440,6 +440,30 @@ fn a_large_reduction_into_a_small_output_splits_in_two() {
     });
 }
 
+/// Small whole numbers as f32 (sums of them are exact in f32, whatever the order).
+fn whole(n: usize, seed: usize) -> Vec<f32> {
+    (0..n).map(|i| ((i * 7919 + seed * 104_729) % 7) as f32 - 3.0).collect()
+}
+
+/// Per-channel sums as a batch norm's statistics: `(batch, channels, h * w)` summed over all
+/// but the channels.
+fn channel_sums(x: &[f32], [b, c, hw]: [usize; 3]) -> Vec<f32> {
+    (0..c).map(|ch| (0..b * hw).map(|i| x[(i / hw * c + ch) * hw + i % hw]).sum()).collect()
+}
+
+#[test]
+fn a_reduce_into_few_outputs_that_grouping_cannot_fill_splits_in_two() {
+    // 32 channels of 64 x 20 x 20: 25600 times its output, under the 32768 that splits any
+    // reduce, and grouping gives an output at most 64 threads (2048 in all): split
+    let (b, c, hw) = (64, 32, 400);
+    let stats = || Tensor::from_vec(whole(b * c * hw, 0), &[b, c, 20, 20])?.sum(&[0, 2, 3], false);
+    check(2, stats, || channel_sums(&whole(b * c * hw, 0), [b, c, hw]));
+    // 64 channels of 512 x 6 x 6: groups of 256 give 16384 threads, one kernel
+    let (b, c, hw) = (512, 64, 36);
+    let stats = || Tensor::from_vec(whole(b * c * hw, 1), &[b, c, 6, 6])?.sum(&[0, 2, 3], false);
+    check(1, stats, || channel_sums(&whole(b * c * hw, 1), [b, c, hw]));
+}
+
 #[test]
 fn a_long_contraction_into_few_outputs_splits_k_and_a_matrix_vector_product_does_not() {
     // a weight gradient x^T @ dy over 8192 rows into 16 x 16: 8192 times its output, split
