@@ -151,3 +151,15 @@ fn workgroups_fill_four_fifths_of_their_subgroups() {
         assert!(threads * 5 >= threads.div_ceil(32) * 32 * 4, "{}", k.describe());
     }
 }
+
+#[test]
+fn a_forward_tile_short_of_threads_takes_the_smallest_group() {
+    // beautiful_mnist's conv3 at batch 64 (32 -> 64 channels, 10 x 10 -> 8 x 8): no tile keeps
+    // half the target's parallelism alone. The window's 8 positions are a thread's, and pairs
+    // of threads share the input channels (the first tile that could group took 8 x 2 x 8
+    // accumulators and groups of 32: 1.1 TFLOP/s on an H200)
+    let k = optimized(&conv_ast(64, 32, 64, 10, 3, 1), big_gpu());
+    let opts = k.applied_opts();
+    assert!(opts.contains(&opt(Upcast, 3, 8)) && opts.contains(&opt(Group, 0, 2)), "{}", k.describe_opts());
+    assert_eq!((k.group_for_reduces(), k.upcasted()), (1, 2), "{}", k.describe());
+}
