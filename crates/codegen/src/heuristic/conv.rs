@@ -223,7 +223,7 @@ impl Plan {
         }
         // a reduce axis other than the window's (that one is unrolled)
         let axes: Vec<usize> = (self.fr..self.sizes.len()).filter(|&a| a != self.window.1).collect();
-        let grouped = tiles().filter_map(|tile| {
+        let mut grouped = tiles().filter_map(|tile| {
             let threads = outputs / tile.size();
             let group = axes.iter().find_map(|&a| {
                 let g = (2..=MAX_GROUP.min(self.sizes[a]))
@@ -233,7 +233,7 @@ impl Plan {
             Some(Tile { group: Some(group), ..tile })
         });
         match self.long_reduces {
-            true => grouped.into_iter().next(),
+            true => grouped.next(),
             false => grouped.min_by_key(|t| t.group.map_or(0, |(_, g)| g)),
         }
     }

@@ -114,10 +114,7 @@ fn split_reduce(r: &UOp, shapes: &mut Shapes) -> Option<UOp> {
     let out = shapes.of(r).to_vec();
     let ratio = numel(&shape) / numel(&out).max(1);
     let split_k = ratio >= SPLIT_K_THRESHOLD && numel(&out) < SPLIT_K_OUTPUTS && contraction(r, shapes);
-    let widest_group = |a: usize| (0..=8).rev().map(|p| 1usize << p).find(|g| shape[a].is_multiple_of(*g));
-    let threads = numel(&out) * axes.iter().filter_map(|&a| widest_group(a)).max().unwrap_or(1);
-    let several_axes = axes.iter().filter(|&&a| shape[a] > 1).count() > 1;
-    let few = ratio >= FEW_THREADS_THRESHOLD && numel(&out) > 1 && several_axes && threads < FEW_THREADS;
+    let few = ratio >= FEW_THREADS_THRESHOLD && numel(&out) > 1 && few_threads(&shape, axes, numel(&out));
     if numel(&shape) == 0 || (ratio < SPLIT_THRESHOLD && !split_k && !few) {
         return None;
     }
@@ -138,6 +135,15 @@ fn split_reduce(r: &UOp, shapes: &mut Shapes) -> Option<UOp> {
     second_shape.push(1);
     let back = contiguous_st(&second_shape).reshape(&sints(&out)).ok()?;
     Some(view(&second, back, shapes))
+}
+
+/// Whether a reduce of `shape` over several of its `axes` into `outputs` outputs gets fewer than
+/// [`FEW_THREADS`] threads from grouping: the codegen groups one reduce axis, by a power of two
+/// up to 256 that divides it.
+fn few_threads(shape: &[usize], axes: &[usize], outputs: usize) -> bool {
+    let several_axes = axes.iter().filter(|&&a| shape[a] > 1).count() > 1;
+    let widest_group = |a: usize| (0..=8).rev().map(|p| 1usize << p).find(|g| shape[a].is_multiple_of(*g));
+    several_axes && outputs * axes.iter().filter_map(|&a| widest_group(a)).max().unwrap_or(1) < FEW_THREADS
 }
 
 /// Whether `r` sums a product whose two sides are each broadcast along an output axis of more

@@ -60,6 +60,11 @@ fn token_batch(model: &SentenceEmbedder, batch: usize, len: usize) -> Result<Tok
     Ok(out)
 }
 
+/// A table cell of `ms` milliseconds, empty without a figure.
+fn ms_cell(ms: Option<f64>) -> String {
+    ms.map_or(String::new(), |ms| format!("{ms:.3} ms"))
+}
+
 /// The median of `times`.
 fn median(mut times: Vec<f64>) -> Option<f64> {
     times.sort_by(f64::total_cmp);
@@ -81,12 +86,13 @@ fn median_ms(
     let backend = open_device(&Tensor::default_device()?)?;
     backend.raise_clocks()?;
     let (mut times, mut before_start) = (vec![], vec![]);
+    let on_gpu = !backend.runs_on_host();
     for _ in 0..iters {
         backend.take_start();
         let start = Instant::now();
         f()?;
         times.push(start.elapsed().as_secs_f64() * 1e3);
-        let started = backend.take_start().filter(|&s| s >= start && !backend.runs_on_host());
+        let started = backend.take_start().filter(|&s| on_gpu && s >= start);
         before_start.extend(started.map(|s| (s - start).as_secs_f64() * 1e3));
     }
     Ok((median(times).unwrap_or(0.0), median(before_start)))
@@ -123,7 +129,7 @@ pub fn run(dir: &Path, batch: usize, tokens: usize, iters: usize) -> Result<(), 
         flags::set_timing(false);
         rows.push(format!(
             "| batch {batch} x {tokens} tokens, ids to embeddings | {name} | {ms:.2} ms | {kernel_ms:.2} ms | {} | {per_s:.0} sentences/s | {} |",
-            before_start.map_or(String::new(), |b| format!("{b:.3} ms")),
+            ms_cell(before_start),
             kernels(&jit)
         ));
         let short = model.tokenizer().encode_batch(&[SHORT])?.seq_len;
@@ -131,7 +137,7 @@ pub fn run(dir: &Path, batch: usize, tokens: usize, iters: usize) -> Result<(), 
         let (ms, before_start) = median_ms(iters, || read_back(jit.embed(&[SHORT])?))?;
         rows.push(format!(
             "| one {short}-token sentence, text to embedding | {name} | {ms:.3} ms | | {} | {:.0} sentences/s | {} |",
-            before_start.map_or(String::new(), |b| format!("{b:.3} ms")),
+            ms_cell(before_start),
             1e3 / ms,
             kernels(&jit)
         ));
