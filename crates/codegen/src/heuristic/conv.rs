@@ -16,6 +16,9 @@
 //! target's `parallelism` (a quarter for a weight gradient, whose threads each run a long
 //! reduce: beautiful_mnist's at batch 512 on an H100, conv2's 549 -> 399 us, conv4's 106 -> 86
 //! us, with larger tiles), and on a GPU keeps at most 64 accumulators where a load is masked.
+//! A tile that would leave too few threads, or (forward and by the input) load more than one
+//! value per two multiply-adds, gives way to a larger tile whose threads share a reduce axis in
+//! small groups ([`MIN_REUSE`], [`SMALL_GROUP`]).
 //!
 //! Measured on lavapipe (2 cores, the conv2 forward of beautiful_mnist at batch 64): 8 filters
 //! x 4 positions x 2 rows with the 5-wide kernel row unrolled ran 2-4x faster than the
@@ -50,8 +53,18 @@ const MAX_ACCUMULATORS: usize = 160;
 const MAX_MASKED_ACCUMULATORS: usize = 64;
 /// A target's parallelism from which [`MAX_MASKED_ACCUMULATORS`] applies (a GPU's).
 const MANY_THREADS: usize = 1 << 15;
-/// A window axis this short is upcast whole when the accumulators allow.
-const WHOLE_WINDOW: usize = 8;
+/// A window axis this short is upcast whole when the accumulators allow (10: beautiful_mnist's
+/// conv3 input gradient at batch 512 on an H200, 137 -> 110 us with its rows of 10 whole).
+const WHOLE_WINDOW: usize = 10;
+/// Multiply-adds per value loaded that a tile must reach to stand without a group (a weight
+/// gradient's tile always may). beautiful_mnist at batch 64 on an H200: conv3's input
+/// gradient took 83.5 us with 2 filters at 1 position (0.67 a load), 23.9 with whole rows of
+/// 10 in groups of 4; conv2's forward 131.5 us with 4 filters at 2 positions (1.5), 104.6
+/// with 4 filters at 4 positions on 2 rows in groups of 4. At batch 512 conv4's forward keeps
+/// 2 filters at 6 positions (2.6): 91 us, against 134 in groups.
+const MIN_REUSE: usize = 2;
+/// Largest group for which a grouped tile is chosen by its size (else by its group).
+const SMALL_GROUP: usize = 4;
 /// A window's reduce axis this short is unrolled whole, a longer one by up to [`UNROLL`].
 const WHOLE_UNROLL: usize = 8;
 const UNROLL: usize = 4;
@@ -154,6 +167,19 @@ impl Tile {
     fn size(&self) -> usize {
         self.n * self.m * self.m2
     }
+
+    /// Whether a thread's multiply-adds reach [`MIN_REUSE`] a value loaded, with the window's
+    /// reduce unrolled by `unroll`: each of `m2` rows loads `m + unroll - 1` image values, and
+    /// `unroll` values of each of `n` filters.
+    fn reuses_loads(&self, unroll: usize) -> bool {
+        let loads = (self.m + unroll - 1) * self.m2 + self.n * unroll;
+        self.size() * unroll >= MIN_REUSE * loads
+    }
+
+    /// Threads sharing a reduce axis (1 without a group).
+    fn group_size(&self) -> usize {
+        self.group.map_or(1, |(_, g)| g)
+    }
 }
 
 impl Plan {
@@ -208,17 +234,19 @@ impl Plan {
         })
     }
 
-    /// The first tile of [`TILES`] that keeps `min_threads`; failing that, one that does with a
+    /// The first tile of [`TILES`] that keeps `min_threads` and, unless a weight gradient's,
+    /// reuses its loads ([`Tile::reuses_loads`]); failing that, one that keeps them with a
     /// group of threads sharing a reduce axis: for a weight gradient the first such tile (a
     /// layer with few filters and channels: without the tile every window position reloads
-    /// the output gradient, without the group too few threads run), otherwise the one with
-    /// the smallest group, the first of those. Forward, the first tile had groups of 32
-    /// combine 128 partials each: beautiful_mnist's conv3 at batch 64 ran at 1.1 TFLOP/s, and
-    /// an H200's step took 1.3 ms instead of 1.0.
+    /// the output gradient, without the group too few threads run), otherwise the largest
+    /// with a group of at most [`SMALL_GROUP`], else the one with the smallest group (the
+    /// first of those). Forward, the first tile had groups of 32 combine 128 partials each:
+    /// beautiful_mnist's conv3 at batch 64 ran at 1.1 TFLOP/s.
     fn tile(&self) -> Option<Tile> {
         let outputs: usize = self.sizes[..self.fr].iter().product();
         let tiles = || TILES.iter().flat_map(|&(n, m, m2)| self.fitting(n, m, m2));
-        if let Some(tile) = tiles().find(|t| outputs / t.size() >= self.min_threads) {
+        let alone = |t: &Tile| self.long_reduces || t.reuses_loads(self.unroll());
+        if let Some(tile) = tiles().find(|t| outputs / t.size() >= self.min_threads && alone(t)) {
             return Some(tile);
         }
         // a reduce axis other than the window's (that one is unrolled)
@@ -232,10 +260,19 @@ impl Plan {
             })?;
             Some(Tile { group: Some(group), ..tile })
         });
-        match self.long_reduces {
-            true => grouped.next(),
-            false => grouped.min_by_key(|t| t.group.map_or(0, |(_, g)| g)),
+        if self.long_reduces {
+            return grouped.next();
         }
+        let grouped: Vec<Tile> = grouped.collect();
+        let small = grouped.iter().filter(|t| t.group_size() <= SMALL_GROUP);
+        let largest = small.min_by_key(|t| (std::cmp::Reverse(t.size()), t.group_size()));
+        largest.or_else(|| grouped.iter().min_by_key(|t| t.group_size())).copied()
+    }
+
+    /// How far the window's reduce axis is unrolled: whole when short, else by about [`UNROLL`].
+    fn unroll(&self) -> usize {
+        let span = self.sizes[self.window.1];
+        if span <= WHOLE_UNROLL { span } else { divisor(span, UNROLL) }
     }
 
     /// The tiles of up to `n` filters, `m` window positions and `m2` rows (each the closest
@@ -271,8 +308,7 @@ impl Plan {
             left[axis] /= amt;
         }
         let r = self.window.1 - self.fr;
-        let span = self.sizes[self.window.1];
-        let unroll = if span <= WHOLE_UNROLL { span } else { divisor(span, UNROLL) };
+        let (span, unroll) = (self.sizes[self.window.1], self.unroll());
         if unroll > 1 {
             k.apply_opt(Opt::new(OptOps::Unroll, r, if unroll == span { 0 } else { unroll })).ok()?;
         }

@@ -17,9 +17,16 @@ fn optimized(ast: &UOp, target: Target) -> Kernel {
     k
 }
 
-/// A device like an H200 through wgpu: wants 1 << 17 threads, 1024 per workgroup.
+/// A device like an H200 through wgpu: wants 1 << 17 threads, 1024 per workgroup, 48 KiB of
+/// workgroup memory, subgroup operations.
 fn big_gpu() -> Target {
-    Target { max_local_size: vec![1024, 1024, 64], max_local_invocations: 1024, ..Target::generic_gpu() }
+    Target {
+        max_local_size: vec![1024, 1024, 64],
+        max_local_invocations: 1024,
+        shared_max: 49152,
+        subgroup_ops: true,
+        ..Target::generic_gpu()
+    }
 }
 
 /// A device like lavapipe: a workgroup per core, a few hundred threads in flight.
@@ -153,13 +160,21 @@ fn workgroups_fill_four_fifths_of_their_subgroups() {
 }
 
 #[test]
-fn a_forward_tile_short_of_threads_takes_the_smallest_group() {
+fn a_tile_short_of_threads_or_of_reuse_takes_the_largest_with_a_small_group() {
     // beautiful_mnist's conv3 at batch 64 (32 -> 64 channels, 10 x 10 -> 8 x 8): no tile keeps
-    // half the target's parallelism alone. The window's 8 positions are a thread's, and pairs
-    // of threads share the input channels (the first tile that could group took 8 x 2 x 8
-    // accumulators and groups of 32: 1.1 TFLOP/s on an H200)
+    // half the target's parallelism alone. A thread takes the window's 8 positions for 2
+    // filters, and groups of 4 threads share the input channels (the first tile that could
+    // group took 8 x 2 x 8 accumulators and groups of 32: 1.1 TFLOP/s on an H200)
     let k = optimized(&conv_ast(64, 32, 64, 10, 3, 1), big_gpu());
-    let opts = k.applied_opts();
-    assert!(opts.contains(&opt(Upcast, 3, 8)) && opts.contains(&opt(Group, 0, 2)), "{}", k.describe_opts());
-    assert_eq!((k.group_for_reduces(), k.upcasted()), (1, 2), "{}", k.describe());
+    let want = "(4, 32 | 8, 16 | 4 | 8, 3 | 8, 2 | 3) global/local/group/reduce/upcast/unroll";
+    assert_eq!(k.describe(), want, "{}", k.describe_opts());
+    // its input gradient: 2 filters at one position kept the threads alone but loaded 3 values
+    // for 2 multiply-adds; now a thread takes a whole row of 10 positions, in groups of 4
+    let k = optimized(&conv_input_grad_ast(64, 32, 64, 10, 3), big_gpu());
+    let want = "(8, 32 | 10, 8 | 4 | 16, 3 | 10 | 3) global/local/group/reduce/upcast/unroll";
+    assert_eq!(k.describe(), want, "{}", k.describe_opts());
+    // conv4 at batch 512: 2 filters at 6 positions reuse their loads enough to stand alone
+    let k = optimized(&conv_ast(512, 64, 64, 8, 3, 1), big_gpu());
+    let want = "(32, 32 | 6, 16 | 64, 3 | 6, 2 | 3) global/local/reduce/upcast/unroll";
+    assert_eq!(k.describe(), want, "{}", k.describe_opts());
 }
