@@ -202,10 +202,14 @@ fn many_short_rows_take_four_threads_a_row_and_unroll_every_load() {
 }
 
 #[test]
-fn few_long_rows_are_grouped_but_few_short_rows_are_not() {
-    // a reduce too short to share, over too few rows to fill the target
-    let tiny = optimized(&sum_ast(&[16, 128], &[1]), big_gpu());
-    assert_eq!(tiny.group_for_reduces(), 0, "{}", tiny.describe());
+fn few_short_rows_are_grouped_but_many_are_not() {
+    // 32 rows of 64 (a batch norm's second stage): 16 threads a row, each 4 neighbours
+    // unrolled, 8 rows a workgroup
+    let few = optimized(&sum_ast(&[32, 64], &[1]), big_gpu());
+    assert_eq!(few.describe(), "(4 | 8 | 16 | 4) global/local/group/unroll", "{}", few.describe_opts());
+    // rows of 64 enough to fill the target at 256 threads a row keep a thread a row
+    let many = optimized(&sum_ast(&[2048, 64], &[1]), big_gpu());
+    assert_eq!(many.group_for_reduces(), 0, "{}", many.describe());
 }
 
 #[test]
