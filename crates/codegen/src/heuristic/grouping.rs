@@ -14,7 +14,7 @@
 //!   Rows shorter than [`MIN_REDUCE`] (from [`MIN_COLUMN_REDUCE`]) are grouped too when so few
 //!   that a group of [`MIN_REDUCE`] threads each would not fill the target, and no product of
 //!   two loads: beautiful_mnist's batch-norm sums over 64 partials (32 rows) took 7.1-7.7 us
-//!   with a thread a row, 5.5-6.2 grouped by 16 (an H200, batch 64: 13 such kernels, the
+//!   with a thread a row, 5.5-6.2 grouped by 16 (an H200, batch 64: nine such kernels, the
 //!   step's kernels 1009 -> 992 us); MiniLM's mask count (128 rows of 128) 8.7 -> 6.1 us.
 //! - A *column* reduce (no such reduce axis, but an output axis read contiguously) gives each
 //!   thread 4 neighbouring outputs (UPCAST, one 16-byte load a row) when the target has 4-wide
