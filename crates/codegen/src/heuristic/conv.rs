@@ -245,7 +245,8 @@ impl Plan {
     fn tile(&self) -> Option<Tile> {
         let outputs: usize = self.sizes[..self.fr].iter().product();
         let tiles = || TILES.iter().flat_map(|&(n, m, m2)| self.fitting(n, m, m2));
-        let alone = |t: &Tile| self.long_reduces || t.reuses_loads(self.unroll());
+        let unroll = self.unroll();
+        let alone = |t: &Tile| self.long_reduces || t.reuses_loads(unroll);
         if let Some(tile) = tiles().find(|t| outputs / t.size() >= self.min_threads && alone(t)) {
             return Some(tile);
         }
