@@ -686,6 +686,27 @@ fn an_adam_update_of_a_parameter_is_one_kernel_with_three_outputs() {
 }
 
 #[test]
+fn independent_elementwise_updates_of_one_shape_share_a_kernel() {
+    for device in devices() {
+        with_default_device(&device, || {
+            let (a, b, c) = (tensor(&[4, 8], 0), tensor(&[4, 8], 1), tensor(&[8], 2));
+            a.assign(&a.mul(2.0).unwrap()).unwrap();
+            b.assign(&b.add(1.0).unwrap()).unwrap();
+            c.assign(&c.sub(1.0).unwrap()).unwrap();
+            // a and b neither read the other: one launch stores both; c is another shape
+            let schedule = schedule_of(&[&a, &b, &c]);
+            let stores: Vec<usize> = schedule.kernels().iter().map(|k| k.src().len()).collect();
+            assert_eq!(stores, [2, 1], "{device}: {:#?}", schedule.kernels());
+            Tensor::realize_all(&[&a, &b, &c]).unwrap();
+            let twice: Vec<f32> = data(32, 0).iter().map(|x| x * 2.0).collect();
+            assert_eq!(a.to_vec::<f32>().unwrap(), twice, "{device}");
+            assert_eq!(b.to_vec::<f32>().unwrap(), data(32, 1).iter().map(|x| x + 1.0).collect::<Vec<_>>());
+            assert_eq!(c.to_vec::<f32>().unwrap(), data(8, 2).iter().map(|x| x - 1.0).collect::<Vec<_>>());
+        });
+    }
+}
+
+#[test]
 fn outputs_share_a_kernel_only_where_no_element_is_read_after_it_is_written() {
     for device in devices() {
         with_default_device(&device, || {
