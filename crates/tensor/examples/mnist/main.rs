@@ -185,7 +185,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let train_s = train_start.elapsed().as_secs_f64();
     let steady = steady_start.map_or(String::new(), |s| {
         let ms = 1e3 * s.elapsed().as_secs_f64() / (args.steps - 2) as f64;
-        format!(", {ms:.1} ms a step from the third")
+        format!(", {ms:.2} ms a step from the third")
     });
     let acc = accuracy(&model, &data.test, 500)?;
     println!(
