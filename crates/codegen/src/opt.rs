@@ -212,9 +212,6 @@ pub enum OptError {
     /// GROUP on an axis that is not an ungrouped reduce axis.
     #[error("must be reduce axis to group: axis {0}")]
     NotReduce(usize),
-    /// GROUP when reduces side by side share axes.
-    #[error("can't group with parallel reduces")]
-    ParallelReduces,
     /// UNROLL or PADTO of an upcast axis.
     #[error("can't {0} an upcast axis")]
     Upcasted(OptOps),
@@ -493,7 +490,6 @@ impl Kernel {
             OptOps::Group | OptOps::Grouptop if !(fr + gfr <= axis && axis < fu) => {
                 Err(OptError::NotReduce(axis))
             }
-            OptOps::Group | OptOps::Grouptop if self.has_parallel_reduces() => Err(OptError::ParallelReduces),
             OptOps::Group | OptOps::Grouptop => self.check_local_size(amt),
             OptOps::Unroll if axis >= fu => Err(OptError::Upcasted(op)),
             OptOps::Unroll if amt > 32 => Err(OptError::TooLarge { op, amt, max: 32 }),
@@ -541,8 +537,9 @@ impl Kernel {
     }
 
     /// Whether two reduces of the AST share an axis side by side (neither in the other's
-    /// source): a reduce nested in another's source over the same axes groups with it.
-    fn has_parallel_reduces(&self) -> bool {
+    /// source), as sibling kernels merged by the scheduler have them; each meets its partials
+    /// in workgroup memory of its own when grouped, as nested ones do.
+    pub(crate) fn has_parallel_reduces(&self) -> bool {
         let axes = |r: &UOp| match r.arg() {
             Arg::ReduceAxis(_, a) => a.to_vec(),
             _ => vec![],

@@ -31,21 +31,23 @@ fn counters_debug_and_noopt() {
     flags::set_debug(0);
     flags::set_noopt(false);
     // on a GPU every other kernel of a submission takes its grid last first: two kernels of one
-    // AST in one schedule are compiled once per order there, once on the CPU
+    // AST in one schedule, an odd number of kernels apart, are compiled once per order there,
+    // once on the CPU. (Two independent sums would be one kernel: the second sums the first
+    // spread over its rows and doubled, two kernels later.)
     for device in available_devices() {
         let orders = if matches!(device, DeviceName::Wgpu(_)) { 2 } else { 1 };
-        let input = |v: f32| {
-            let bytes: Vec<u8> = (0..256).flat_map(|i| (v * i as f32).to_le_bytes()).collect();
-            lazy::reshape(&upload(&device, DType::F32, &bytes).unwrap(), &[8, 32])
-        };
-        let sums = [1.0, 2.0].map(|v| lazy::reduce(&input(v), Ops::Add, &[1]));
+        let bytes: Vec<u8> = (0..256).flat_map(|i| (i as f32).to_le_bytes()).collect();
+        let input = lazy::reshape(&upload(&device, DType::F32, &bytes).unwrap(), &[8, 32]);
+        let first = lazy::reduce(&input, Ops::Add, &[1]);
+        let spread = lazy::contiguous(&lazy::expand(&lazy::reshape(&first, &[8, 1]), &[8, 32]));
+        let two = lazy::constant(&device, DType::F32, 2.0f32);
+        let doubled = lazy::contiguous(&(&spread * &lazy::expand(&lazy::reshape(&two, &[1, 1]), &[8, 32])));
+        let second = lazy::reduce(&doubled, Ops::Add, &[1]);
         let before = cached_kernels();
-        let r = realize(&sums).unwrap();
-        assert_eq!(cached_kernels() - before, orders, "{device}");
-        for (v, sum) in [1.0, 2.0].iter().zip(&r) {
-            let want: Vec<f32> =
-                (0..8).map(|row| v * (0..32).map(|c| (row * 32 + c) as f32).sum::<f32>()).collect();
-            assert_eq!(values(sum), want, "{device}");
-        }
+        let r = realize(&[first, second]).unwrap();
+        assert_eq!(cached_kernels() - before, orders + 2, "{device}: the sum, the spread, the doubling");
+        let sums: Vec<f32> = (0..8).map(|row| (0..32).map(|c| (row * 32 + c) as f32).sum::<f32>()).collect();
+        assert_eq!(values(&r[0]), sums, "{device}");
+        assert_eq!(values(&r[1]), sums.iter().map(|s| 64.0 * s).collect::<Vec<_>>(), "{device}");
     }
 }

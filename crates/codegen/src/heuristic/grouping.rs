@@ -164,7 +164,7 @@ pub(super) fn group_reduce(k: &mut Kernel) -> bool {
     // read back), the widest group keeps the fewest rows in flight, so the later reads hit
     // the cache (H200, softmax 4096x8192 f32: the logsumexp kernel takes 68 us with groups
     // of 32 and 50 us with 256; 2.66 TB/s)
-    let wanted = match k.reduceops().len() > 1 && k.subgroup_partials() {
+    let wanted = match k.reduceops().len() > 1 && !k.has_parallel_reduces() && k.subgroup_partials() {
         true => outputs * GROUPS.1,
         false => parallelism,
     };

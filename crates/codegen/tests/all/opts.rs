@@ -209,11 +209,14 @@ fn group_refusals() {
 }
 
 #[test]
-fn group_refuses_parallel_reduces() {
+fn group_takes_parallel_reduces() {
+    // reduces side by side (a scheduler's sibling kernels) group as nested ones do: a buffer of
+    // partials each (tests/tests/all/cpu_vs_ast_eval.rs checks their values)
     let x = load(1, st(&[4, 64]));
     let value = x.reduce_axis(Ops::Add, &[1]) + x.reduce_axis(Ops::Max, &[1]);
     let mut k = kernel(&store_ast(st(&[4, 1]), value));
-    assert_eq!(err(&mut k, opt(OptOps::Group, 0, 4)), OptError::ParallelReduces);
+    k.apply_opt(opt(OptOps::Group, 0, 4)).unwrap();
+    assert_eq!(k.group_for_reduces(), 1);
 }
 
 #[test]

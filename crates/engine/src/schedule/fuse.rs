@@ -17,12 +17,13 @@
 //! 5. no other kernel sits between the two (the run order of the kernels stays acyclic).
 //!
 //! Candidates are tried in graph order, each reader with the nodes it reads in order. Then,
-//! beyond tinygrad, siblings merge under rules 3 to 5: elementwise kernels over one index
-//! space on one device that do not read each other. An optimizer's updates of equally shaped
-//! parameters and a batch norm's running statistics run as one launch instead of several
-//! tiny ones. Each such kernel is tried against the last earlier one of its shape. (Sibling
-//! reduces are not merged: a kernel of several independent reduces loses the plans that
-//! group one reduce, and ran 2x slower in beautiful_mnist's step.)
+//! beyond tinygrad, siblings merge under rules 3 to 5: kernels over one index space on one
+//! device that do not read each other and loop alike, either elementwise or each one reduce
+//! in place over the same axes of inputs of one shape (codegen groups reduces side by side
+//! as it does nested ones). An optimizer's updates of equally shaped parameters, a batch
+//! norm's running statistics and its gradient's sums each run as one launch instead of
+//! several small ones. Each such kernel is tried against the last earlier one that loops as
+//! it does.
 
 use wgrad_ops::{Ops, UOp, UOpMap, UOpSet};
 
@@ -64,28 +65,55 @@ pub(crate) fn groups(
             }
         }
     }
-    // siblings: elementwise kernels of one index space and device, the last of each so far
-    let mut last: Vec<(Vec<usize>, DeviceName, usize)> = vec![];
+    // siblings: kernels of one index space and device that loop alike, the last of each so far
+    let mut last: Vec<(Vec<usize>, DeviceName, Option<UOp>, usize)> = vec![];
     for g in 0..groups.len() {
         let Some(first) = groups[g].first() else { continue };
-        if groups[g].iter().any(|r| kernels.get(r).is_none_or(|k| !k.reduces.is_empty())) {
-            continue;
-        }
+        let Some(reduce) = sibling_loops(&groups[g], kernels, shapes) else { continue };
         let (shape, device) = (kernels[first].shape.clone(), shapes.device(first)?);
-        let Some(i) = last.iter().position(|(s, d, _)| *s == shape && *d == device) else {
-            last.push((shape, device, g));
+        let alike = |r: &Option<UOp>, shapes: &mut Shapes| match (r, &reduce) {
+            (None, None) => true,
+            (Some(x), Some(y)) => same_reduction(x, y, shapes),
+            _ => false,
+        };
+        let found = last.iter().position(|(s, d, r, _)| *s == shape && *d == device && alike(r, shapes));
+        let Some(i) = found else {
+            last.push((shape, device, reduce, g));
             continue;
         };
-        let a = last[i].2;
-        let reads = |x: usize, y: usize| {
-            groups[x].iter().any(|r| kernels[r].reads.iter().any(|read| groups[y].contains(read)))
-        };
-        let independent = !reads(a, g) && !reads(g, a);
+        let a = last[i].3;
+        let independent = !reads(&groups, kernels, a, g) && !reads(&groups, kernels, g, a);
         if !independent || !merge(&mut groups, (a, g), &shape, &cx, shapes)? {
-            last[i].2 = g;
+            last[i].3 = g;
         }
     }
     Ok(groups.into_iter().filter(|g| !g.is_empty()).collect())
+}
+
+/// Whether a kernel of group `x` reads a root of group `y`.
+fn reads(groups: &[Vec<UOp>], kernels: &UOpMap<Lowered>, x: usize, y: usize) -> bool {
+    groups[x].iter().any(|r| kernels[r].reads.iter().any(|read| groups[y].contains(read)))
+}
+
+/// How the kernel of `group` loops besides its index space, if its roots may merge with
+/// siblings: `Some(None)` when none reduces, `Some(reduce)` when each root's kernel holds one
+/// reduce in place, all of the same axes of inputs of one shape.
+fn sibling_loops(group: &[UOp], kernels: &UOpMap<Lowered>, shapes: &mut Shapes) -> Option<Option<UOp>> {
+    let mut reduces = vec![];
+    for root in group {
+        match kernels.get(root)?.reduces.as_slice() {
+            [] => {}
+            [(r, st)] if is_identity(st) => reduces.push(r.clone()),
+            _ => return None,
+        }
+    }
+    match reduces.split_first() {
+        None => Some(None),
+        Some((first, rest)) if reduces.len() == group.len() => {
+            rest.iter().all(|r| same_reduction(first, r, shapes)).then(|| Some(first.clone()))
+        }
+        Some(_) => None,
+    }
 }
 
 /// What a merge of two groups is checked against.

@@ -707,6 +707,38 @@ fn independent_elementwise_updates_of_one_shape_share_a_kernel() {
 }
 
 #[test]
+fn independent_reduces_over_the_same_axes_share_a_kernel() {
+    for device in devices() {
+        with_default_device(&device, || {
+            let (x, y) = (tensor(&[4, 8], 0), tensor(&[4, 8], 1));
+            let sx = x.sum(&[1], false).unwrap();
+            let sxy = x.mul(&y).unwrap().sum(&[1], false).unwrap();
+            let my = y.max(&[1], false).unwrap();
+            let columns = x.sum(&[0], false).unwrap();
+            // as a batch norm's gradient sums: the three row reduces of (4, 8) run as one
+            // launch; a reduce of other axes does not join them
+            let schedule = schedule_of(&[&sx, &sxy, &my, &columns]);
+            let stores: Vec<usize> = schedule.kernels().iter().map(|k| k.src().len()).collect();
+            assert_eq!(stores, [3, 1], "{device}: {:#?}", schedule.kernels());
+            Tensor::realize_all(&[&sx, &sxy, &my, &columns]).unwrap();
+            let (a, b) = (data(32, 0), data(32, 1));
+            let close = |got: Vec<f32>, want: Vec<f32>| {
+                got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-5 + 1e-5 * w.abs())
+            };
+            let sums: Vec<f32> = rows(&a, 8).iter().map(|r| r.iter().sum()).collect();
+            let dots: Vec<f32> = (0..4).map(|i| (0..8).map(|j| a[i * 8 + j] * b[i * 8 + j]).sum()).collect();
+            let maxes: Vec<f32> =
+                rows(&b, 8).iter().map(|r| r.iter().cloned().fold(f32::MIN, f32::max)).collect();
+            let column_sums: Vec<f32> = (0..8).map(|j| (0..4).map(|i| a[i * 8 + j]).sum()).collect();
+            assert!(close(sx.to_vec::<f32>().unwrap(), sums), "{device}");
+            assert!(close(sxy.to_vec::<f32>().unwrap(), dots), "{device}");
+            assert_eq!(my.to_vec::<f32>().unwrap(), maxes, "{device}");
+            assert!(close(columns.to_vec::<f32>().unwrap(), column_sums), "{device}");
+        });
+    }
+}
+
+#[test]
 fn outputs_share_a_kernel_only_where_no_element_is_read_after_it_is_written() {
     for device in devices() {
         with_default_device(&device, || {
