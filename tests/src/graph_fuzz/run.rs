@@ -96,9 +96,13 @@ fn outcome(program: &Program, noise: Option<u64>) -> Result<Outcome> {
     if out.dtype().is_float() && !params.is_empty() {
         match out.sum(&[], false)?.backward() {
             Ok(()) => {
-                for p in params {
-                    grads.push(match p.grad() {
-                        Some(g) => read(&g)?,
+                // every gradient in one schedule, as an optimizer step realizes them: kernels of
+                // different gradients merge there (siblings of one shape)
+                let found: Vec<Option<Tensor>> = params.iter().map(|p| p.grad()).collect();
+                Tensor::realize_all(&found.iter().flatten().collect::<Vec<_>>())?;
+                for (p, g) in params.iter().zip(&found) {
+                    grads.push(match g {
+                        Some(g) => read(g)?,
                         None => vec![0.0; p.numel()],
                     });
                 }
