@@ -188,25 +188,53 @@ fn logsumexp_case(rows: usize, cols: usize) -> Case {
     Case { ast: UOp::sink([store]), buffers: vec![(DType::F32, rows), (DType::F32, rows * cols)], outputs: 1 }
 }
 
+/// Two reduces side by side over the rows of `x`, each stored: `sum(x)` and `max(x * y)`.
+fn parallel_case(rows: usize, cols: usize) -> Case {
+    let full =
+        ShapeTracker::from_shape(&[Sint::from(rows as i64), Sint::from(cols as i64)]).expect("a shape");
+    let out = ShapeTracker::from_shape(&[Sint::from(rows as i64), Sint::from(1)]).expect("a shape");
+    let x = UOp::load(DType::F32, [UOp::define_global(DType::F32, 2), UOp::view(full.clone())]);
+    let y = UOp::load(DType::F32, [UOp::define_global(DType::F32, 3), UOp::view(full)]);
+    let sum = x.reduce_axis(Ops::Add, &[1]);
+    let max = (&x * &y).reduce_axis(Ops::Max, &[1]);
+    let stores = [
+        UOp::store([UOp::define_global(DType::F32, 0), UOp::view(out.clone()), sum]),
+        UOp::store([UOp::define_global(DType::F32, 1), UOp::view(out), max]),
+    ];
+    let buffers =
+        vec![(DType::F32, rows), (DType::F32, rows), (DType::F32, rows * cols), (DType::F32, rows * cols)];
+    Case { ast: UOp::sink(stores), buffers, outputs: 2 }
+}
+
+/// A case of `rows` rows of `cols`.
+type CaseOf = fn(usize, usize) -> Case;
+
 #[test]
-fn nested_reduces_match_the_ast_evaluator_under_every_grouping() {
+fn nested_and_parallel_reduces_match_the_ast_evaluator_under_every_grouping() {
     let grouped = |op, amt| vec![Opt::new(OptOps::Unroll, 0, 4), Opt::new(op, 0, amt)];
-    for (rows, cols) in [(4, 256), (3, 192), (1, 1024)] {
-        let case = logsumexp_case(rows, cols);
-        let inputs = case.inputs(&mut Rng(3));
-        let generic = Target::generic_gpu();
-        check_unoptimised_and_planned(&case, &inputs, &format!("{rows}x{cols}"));
-        for opts in
-            [grouped(OptOps::Group, 8), grouped(OptOps::Grouptop, 16), vec![Opt::new(OptOps::Group, 0, 32)]]
-        {
-            let label = format!("{rows}x{cols} with {opts:?}");
-            let mode = OptMode::Given(opts);
-            let (_, program) =
-                compile(&case.ast, &generic, &mode, "k").unwrap_or_else(|e| panic!("{label}: refused: {e}"));
-            // each reduce meets its partials in a workgroup buffer of its own
-            let buffers = program.uops.iter().filter(|u| u.op() == Ops::DefineLocal).count();
-            assert_eq!(buffers, 2, "{label}\n{program}");
-            check_on(&generic, &case, &mode, &inputs, &label);
+    let cases = [("nested", logsumexp_case as CaseOf), ("parallel", parallel_case)];
+    for (kind, case_of) in cases {
+        for (rows, cols) in [(4, 256), (3, 192), (1, 1024)] {
+            let case = case_of(rows, cols);
+            let inputs = case.inputs(&mut Rng(3));
+            let generic = Target::generic_gpu();
+            check_unoptimised_and_planned(&case, &inputs, &format!("{kind} {rows}x{cols}"));
+            for opts in [
+                grouped(OptOps::Group, 8),
+                grouped(OptOps::Grouptop, 16),
+                vec![Opt::new(OptOps::Group, 0, 32)],
+            ] {
+                let label = format!("{kind} {rows}x{cols} with {opts:?}");
+                let mode = OptMode::Given(opts);
+                let (_, program) = compile(&case.ast, &generic, &mode, "k")
+                    .unwrap_or_else(|e| panic!("{label}: refused: {e}"));
+                // each reduce meets its partials in a workgroup buffer of its own
+                let buffers = program.uops.iter().filter(|u| u.op() == Ops::DefineLocal).count();
+                assert_eq!(buffers, 2, "{label}\n{program}");
+                check_on(&generic, &case, &mode, &inputs, &label);
+                let subgroups = Target { subgroup_ops: true, ..generic.clone() };
+                check_on(&subgroups, &case, &mode, &inputs, &format!("{label} subgroups"));
+            }
         }
     }
 }
@@ -350,42 +378,4 @@ fn rows_reduced_in_place_match_the_ast_evaluator_under_any_split() {
     let refused = k.apply_opt(Opt::new(OptOps::Local, 0, 4));
     assert!(matches!(refused, Err(OptError::SharedMemory { needed: 64, max: 16 })), "{refused:?}");
     assert_eq!(k.local_size(), 2, "{}", k.describe_opts());
-}
-
-/// Two reduces side by side over the rows of `x`, each stored: `sum(x)` and `max(x * y)`.
-fn parallel_case(rows: usize, cols: usize) -> Case {
-    let full =
-        ShapeTracker::from_shape(&[Sint::from(rows as i64), Sint::from(cols as i64)]).expect("a shape");
-    let out = ShapeTracker::from_shape(&[Sint::from(rows as i64), Sint::from(1)]).expect("a shape");
-    let x = UOp::load(DType::F32, [UOp::define_global(DType::F32, 2), UOp::view(full.clone())]);
-    let y = UOp::load(DType::F32, [UOp::define_global(DType::F32, 3), UOp::view(full)]);
-    let sum = x.reduce_axis(Ops::Add, &[1]);
-    let max = (&x * &y).reduce_axis(Ops::Max, &[1]);
-    let stores = [
-        UOp::store([UOp::define_global(DType::F32, 0), UOp::view(out.clone()), sum]),
-        UOp::store([UOp::define_global(DType::F32, 1), UOp::view(out), max]),
-    ];
-    let buffers =
-        vec![(DType::F32, rows), (DType::F32, rows), (DType::F32, rows * cols), (DType::F32, rows * cols)];
-    Case { ast: UOp::sink(stores), buffers, outputs: 2 }
-}
-
-#[test]
-fn parallel_reduces_match_the_ast_evaluator_under_every_grouping() {
-    let grouped = |op, amt| vec![Opt::new(OptOps::Unroll, 0, 4), Opt::new(op, 0, amt)];
-    for (rows, cols) in [(4, 256), (3, 192), (1, 1024)] {
-        let case = parallel_case(rows, cols);
-        let inputs = case.inputs(&mut Rng(5));
-        let generic = Target::generic_gpu();
-        check_unoptimised_and_planned(&case, &inputs, &format!("{rows}x{cols}"));
-        for opts in
-            [grouped(OptOps::Group, 8), grouped(OptOps::Grouptop, 16), vec![Opt::new(OptOps::Group, 0, 32)]]
-        {
-            let label = format!("{rows}x{cols} with {opts:?}");
-            let mode = OptMode::Given(opts);
-            check_on(&generic, &case, &mode, &inputs, &label);
-            let subgroups = Target { subgroup_ops: true, ..generic.clone() };
-            check_on(&subgroups, &case, &mode, &inputs, &format!("{label} subgroups"));
-        }
-    }
 }
