@@ -174,12 +174,16 @@ fn check_unoptimised_and_planned(case: &Case, inputs: &[Vec<ConstValue>], label:
     }
 }
 
+/// The trackers of `rows` rows of `cols` and of their reduced outputs.
+fn row_trackers(rows: usize, cols: usize) -> (ShapeTracker, ShapeTracker) {
+    let tracker = |shape: [i64; 2]| ShapeTracker::from_shape(&shape.map(Sint::from)).expect("a shape");
+    (tracker([rows as i64, cols as i64]), tracker([rows as i64, 1]))
+}
+
 /// A logsumexp kernel over rows of `cols`: `log2(sum(exp2(x - max(x)))) + max(x)`, the max a
 /// reduce nested in the sum over the same axis (as the scheduler fuses a softmax's).
 fn logsumexp_case(rows: usize, cols: usize) -> Case {
-    let full =
-        ShapeTracker::from_shape(&[Sint::from(rows as i64), Sint::from(cols as i64)]).expect("a shape");
-    let out = ShapeTracker::from_shape(&[Sint::from(rows as i64), Sint::from(1)]).expect("a shape");
+    let (full, out) = row_trackers(rows, cols);
     let x = UOp::load(DType::F32, [UOp::define_global(DType::F32, 1), UOp::view(full)]);
     let max = x.reduce_axis(Ops::Max, &[1]);
     let sum = (&x - &max).exp2().reduce_axis(Ops::Add, &[1]);
@@ -190,9 +194,7 @@ fn logsumexp_case(rows: usize, cols: usize) -> Case {
 
 /// Two reduces side by side over the rows of `x`, each stored: `sum(x)` and `max(x * y)`.
 fn parallel_case(rows: usize, cols: usize) -> Case {
-    let full =
-        ShapeTracker::from_shape(&[Sint::from(rows as i64), Sint::from(cols as i64)]).expect("a shape");
-    let out = ShapeTracker::from_shape(&[Sint::from(rows as i64), Sint::from(1)]).expect("a shape");
+    let (full, out) = row_trackers(rows, cols);
     let x = UOp::load(DType::F32, [UOp::define_global(DType::F32, 2), UOp::view(full.clone())]);
     let y = UOp::load(DType::F32, [UOp::define_global(DType::F32, 3), UOp::view(full)]);
     let sum = x.reduce_axis(Ops::Add, &[1]);
