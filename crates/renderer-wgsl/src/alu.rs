@@ -65,8 +65,12 @@ impl Writer<'_> {
         if op == Ops::Where {
             return Ok(Value::Expr(format!("select({}, {}, {})", x[2], x[1], x[0])));
         }
-        if let (Some(i), true) = (self_difference(u), operand.is_float()) {
-            return Ok(Value::Expr(self.self_difference(operand, &x[i])));
+        if let (Some(cancel), true) = (cancellation(u), operand.is_float()) {
+            let difference = self.self_difference(operand, &self.name_of(index, u, &cancel.x)?);
+            return Ok(Value::Expr(match &cancel.kept {
+                None => difference,
+                Some(kept) => format!("{} + {difference}", self.name_of(index, u, kept)?),
+            }));
         }
         Ok(Value::Expr(match self.reg(operand) {
             Reg::Bool => bool_alu(op, &x),
@@ -222,25 +226,44 @@ impl Writer<'_> {
     }
 }
 
-/// When `u` is `x + -x`, `-x + x` or `x - x` (`-x` as `x * -1` or `Neg`), the position of `x`
-/// among its sources. IEEE makes it 0 for finite `x` and NaN otherwise, but WGSL lets a device
-/// compiler assume values are finite and fold it to 0 (lavapipe's does), which would turn the
-/// NaN gradient of `sqrt(|x - x|)` into 0; the caller renders it from `x`'s bits instead.
-fn self_difference(u: &UOp) -> Option<usize> {
+/// A sum in which a value `x` cancels: `x - x` (`kept` none) or `(a + x) - x` (`kept` is `a`),
+/// `-x` spelled as `x * -1` or `Neg`, in any order.
+struct Cancellation {
+    x: UOp,
+    kept: Option<UOp>,
+}
+
+/// Where `u` cancels a value. IEEE makes `x - x` 0 for a finite `x` and NaN otherwise, and
+/// `(a + x) - x` `a` up to rounding, or NaN when `x` is not finite. WGSL lets a device compiler
+/// assume values are finite and fold both (lavapipe's and NVIDIA's do), which turns the NaN
+/// gradient of `sqrt(|x - x|)` (seed 885) or of `sqrt(|max(x, x - x)|)` (seed 11010) into 0;
+/// the caller renders the cancelled part from `x`'s bits instead.
+fn cancellation(u: &UOp) -> Option<Cancellation> {
     let minus_one = |c: &UOp| c.const_value().is_some_and(|c| c.to_f64() == -1.0);
-    let negates = |n: &UOp, x: &UOp| match n.op() {
-        Ops::Neg => n.src()[0] == *x,
-        Ops::Mul => {
-            let s = n.src();
-            (s[0] == *x && minus_one(&s[1])) || (s[1] == *x && minus_one(&s[0]))
+    let negated = |n: &UOp| match n.op() {
+        Ops::Neg => Some(n.src()[0].clone()),
+        Ops::Mul => match n.src() {
+            [x, c] | [c, x] if minus_one(c) => Some(x.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    let cancels = |sum: &UOp, x: UOp| {
+        if *sum == x {
+            return Some(Cancellation { x, kept: None });
         }
-        _ => false,
+        let [a, b] = sum.src() else { return None };
+        let kept = match sum.op() {
+            Ops::Add if *b == x => a.clone(),
+            Ops::Add if *a == x => b.clone(),
+            _ => return None,
+        };
+        Some(Cancellation { x, kept: Some(kept) })
     };
     let [a, b] = u.src() else { return None };
     match u.op() {
-        Ops::Sub if a == b => Some(0),
-        Ops::Add if negates(b, a) => Some(0),
-        Ops::Add if negates(a, b) => Some(1),
+        Ops::Sub => cancels(a, b.clone()),
+        Ops::Add => negated(b).and_then(|x| cancels(a, x)).or_else(|| negated(a).and_then(|x| cancels(b, x))),
         _ => None,
     }
 }

@@ -60,6 +60,27 @@ fn fuzz_gradient_of_sqrt_abs_of_x_minus_x_is_nan() {
     assert!(gpu.grads[0].iter().all(|g| g.is_nan()), "{:?}", gpu.grads);
 }
 
+/// Seed 11010 (`--seed 11`, lavapipe and the H200): the gradient of `sqrt(|max(x, x - x)|)` at
+/// a negative `x` is NaN (sqrt's gradient at 0 times abs's sign(0)), as in PyTorch.
+#[test]
+fn fuzz_gradient_of_sqrt_abs_of_max_with_zero_is_nan() {
+    if wgpu_device().is_none() {
+        return;
+    }
+    let program = Program {
+        steps: vec![
+            Op::Input { shape: vec![5, 5, 1], dtype: DType::F32, seed: 34906987405665, grad: true }, // v0
+            Op::Binary(Binary::Maximum, 0, 0),                                                       // v1
+            Op::Expand(1, vec![5, 5, 2]),                                                            // v2
+            Op::Pad(2, vec![(0, 2), (2, 2), (0, 0)]),                                                // v3
+            Op::Binary(Binary::Sub, 3, 3),                                                           // v4
+            Op::Binary(Binary::Maximum, 3, 4),                                                       // v5
+            Op::Unary(Unary::SqrtAbs, 5),                                                            // v6
+        ],
+    };
+    assert_agree(&program);
+}
+
 /// Seed 7293 (lavapipe, and four more seeds like it on the H100): a gradient through a pad and a
 /// shrink reached `0 * inf` where the zero was a load masked off everywhere; the device compiler
 /// folded the product to 0 (WGSL lets it assume finite values) while the interpreter gave NaN.
