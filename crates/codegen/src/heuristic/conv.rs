@@ -63,8 +63,16 @@ const WHOLE_WINDOW: usize = 10;
 /// with 4 filters at 4 positions on 2 rows in groups of 4. At batch 512 conv4's forward keeps
 /// 2 filters at 6 positions (2.6): 91 us, against 134 in groups.
 const MIN_REUSE: usize = 2;
-/// Largest group for which a grouped tile is chosen by its size (else by its group).
+/// Largest group for which a grouped tile is chosen by its size and group (else by its
+/// group alone).
 const SMALL_GROUP: usize = 4;
+/// A grouped tile this large or larger is chosen by the fewest threads sharing its reduce
+/// first (each group's partials meet in workgroup memory), then by its size; smaller tiles
+/// reuse their loads too little. beautiful_mnist at batch 64 on an H200: conv2's forward
+/// took 105 us with 4 filters x 4 positions x 2 rows in groups of 4, 76.5 with 4 x 4 in
+/// groups of 2; conv3's and conv4's forward (2 filters x 8 positions in groups of 4) lost
+/// 2.5-3.7 us each with 8 positions in groups of 2.
+const MIN_GROUPED_TILE: usize = 16;
 /// A window's reduce axis this short is unrolled whole, a longer one by up to [`UNROLL`].
 const WHOLE_UNROLL: usize = 8;
 const UNROLL: usize = 4;
@@ -238,10 +246,12 @@ impl Plan {
     /// reuses its loads ([`Tile::reuses_loads`]); failing that, one that keeps them with a
     /// group of threads sharing a reduce axis: for a weight gradient the first such tile (a
     /// layer with few filters and channels: without the tile every window position reloads
-    /// the output gradient, without the group too few threads run), otherwise the largest
-    /// with a group of at most [`SMALL_GROUP`], else the one with the smallest group (the
-    /// first of those). Forward, the first tile had groups of 32 combine 128 partials each:
-    /// beautiful_mnist's conv3 at batch 64 ran at 1.1 TFLOP/s.
+    /// the output gradient, without the group too few threads run); otherwise, among tiles
+    /// with a group of at most [`SMALL_GROUP`], the one of the smallest group of those holding
+    /// at least [`MIN_GROUPED_TILE`] outputs (the largest such), else the largest; else the
+    /// one with the smallest group (the first of those). Forward, the first tile had groups
+    /// of 32 combine 128 partials each: beautiful_mnist's conv3 at batch 64 ran at 1.1
+    /// TFLOP/s.
     fn tile(&self) -> Option<Tile> {
         let outputs: usize = self.sizes[..self.fr].iter().product();
         let tiles = || TILES.iter().flat_map(|&(n, m, m2)| self.fitting(n, m, m2));
@@ -265,9 +275,11 @@ impl Plan {
             return grouped.next();
         }
         let grouped: Vec<Tile> = grouped.collect();
-        let small = grouped.iter().filter(|t| t.group_size() <= SMALL_GROUP);
-        let largest = small.min_by_key(|t| (std::cmp::Reverse(t.size()), t.group_size()));
-        largest.or_else(|| grouped.iter().min_by_key(|t| t.group_size())).copied()
+        let small = || grouped.iter().filter(|t| t.group_size() <= SMALL_GROUP);
+        let least_shared = small().filter(|t| t.size() >= MIN_GROUPED_TILE);
+        let least_shared = least_shared.min_by_key(|t| (t.group_size(), std::cmp::Reverse(t.size())));
+        let largest = || small().min_by_key(|t| (std::cmp::Reverse(t.size()), t.group_size()));
+        least_shared.or_else(largest).or_else(|| grouped.iter().min_by_key(|t| t.group_size())).copied()
     }
 
     /// How far the window's reduce axis is unrolled: whole when short, else by about [`UNROLL`].

@@ -160,7 +160,7 @@ fn workgroups_fill_four_fifths_of_their_subgroups() {
 }
 
 #[test]
-fn a_tile_short_of_threads_or_of_reuse_takes_the_largest_with_a_small_group() {
+fn a_tile_short_of_threads_or_of_reuse_takes_a_small_group() {
     // beautiful_mnist's conv3 at batch 64 (32 -> 64 channels, 10 x 10 -> 8 x 8): no tile keeps
     // half the target's parallelism alone. A thread takes the window's 8 positions for 2
     // filters, and groups of 4 threads share the input channels (the first tile that could
@@ -172,6 +172,12 @@ fn a_tile_short_of_threads_or_of_reuse_takes_the_largest_with_a_small_group() {
     // for 2 multiply-adds; now a thread takes a whole row of 10 positions, in groups of 4
     let k = optimized(&conv_input_grad_ast(64, 32, 64, 10, 3), big_gpu());
     let want = "(8, 32 | 10, 8 | 4 | 16, 3 | 10 | 3) global/local/group/reduce/upcast/unroll";
+    assert_eq!(k.describe(), want, "{}", k.describe_opts());
+    // conv2 at batch 64 (32 -> 32 channels, 24 x 24 -> 20 x 20): of the grouped tiles of at
+    // least 16 outputs, the one with the fewest threads a group: 4 filters x 4 positions in
+    // groups of 2 (76.5 us on an H200), not 4 x 4 x 2 rows in groups of 4 (105 us)
+    let k = optimized(&conv_ast(64, 32, 32, 24, 5, 1), big_gpu());
+    let want = "(16, 8, 5 | 5, 4, 4 | 2 | 16, 5 | 4, 4 | 5) global/local/group/reduce/upcast/unroll";
     assert_eq!(k.describe(), want, "{}", k.describe_opts());
     // conv4 at batch 512: 2 filters at 6 positions reuse their loads enough to stand alone
     let k = optimized(&conv_ast(512, 64, 64, 8, 3, 1), big_gpu());
