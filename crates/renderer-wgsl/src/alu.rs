@@ -66,10 +66,10 @@ impl Writer<'_> {
             return Ok(Value::Expr(format!("select({}, {}, {})", x[2], x[1], x[0])));
         }
         if let (Some(cancel), true) = (cancellation(u), operand.is_float()) {
-            let difference = self.self_difference(operand, &self.name_of(index, u, &cancel.x)?);
+            let difference = self.self_difference(operand, &self.name_of(index, u, Some(&cancel.x))?);
             return Ok(Value::Expr(match &cancel.kept {
                 None => difference,
-                Some(kept) => format!("{} + {difference}", self.name_of(index, u, kept)?),
+                Some(kept) => format!("{} + {difference}", self.name_of(index, u, Some(kept))?),
             }));
         }
         Ok(Value::Expr(match self.reg(operand) {
@@ -239,15 +239,6 @@ struct Cancellation {
 /// gradient of `sqrt(|x - x|)` (seed 885) or of `sqrt(|max(x, x - x)|)` (seed 11010) into 0;
 /// the caller renders the cancelled part from `x`'s bits instead.
 fn cancellation(u: &UOp) -> Option<Cancellation> {
-    let minus_one = |c: &UOp| c.const_value().is_some_and(|c| c.to_f64() == -1.0);
-    let negated = |n: &UOp| match n.op() {
-        Ops::Neg => Some(n.src()[0].clone()),
-        Ops::Mul => match n.src() {
-            [x, c] | [c, x] if minus_one(c) => Some(x.clone()),
-            _ => None,
-        },
-        _ => None,
-    };
     let cancels = |sum: &UOp, x: UOp| {
         if *sum == x {
             return Some(Cancellation { x, kept: None });
@@ -263,7 +254,9 @@ fn cancellation(u: &UOp) -> Option<Cancellation> {
     let [a, b] = u.src() else { return None };
     match u.op() {
         Ops::Sub => cancels(a, b.clone()),
-        Ops::Add => negated(b).and_then(|x| cancels(a, x)).or_else(|| negated(a).and_then(|x| cancels(b, x))),
+        Ops::Add => sign::negated(b)
+            .and_then(|x| cancels(a, x))
+            .or_else(|| sign::negated(a).and_then(|x| cancels(b, x))),
         _ => None,
     }
 }

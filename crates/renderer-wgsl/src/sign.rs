@@ -113,17 +113,20 @@ fn sign(u: &UOp, depth: usize) -> Sign {
 fn is_absolute_value(w: &UOp) -> bool {
     let (cond, t, f) = (&w.src()[0], &w.src()[1], &w.src()[2]);
     let zero = |u: &UOp| u.op() == Ops::Const && u.const_value().is_some_and(|c| c.to_f64() == 0.0);
-    let minus_one = |u: &UOp| u.op() == Ops::Const && u.const_value().is_some_and(|c| c.to_f64() == -1.0);
-    let negation_of = |n: &UOp, x: &UOp| match n.op() {
-        Ops::Neg => n.src()[0] == *x,
-        Ops::Mul => {
-            (n.src()[0] == *x && minus_one(&n.src()[1])) || (minus_one(&n.src()[0]) && n.src()[1] == *x)
-        }
-        _ => false,
-    };
+    let negation_of = |n: &UOp, x: &UOp| negated(n).is_some_and(|m| m == *x);
     if cond.op() != Ops::CmpLt {
         return false;
     }
     let (a, b) = (&cond.src()[0], &cond.src()[1]);
     (zero(b) && negation_of(t, a) && f == a) || (zero(a) && t == b && negation_of(f, b))
+}
+
+/// `x` when `n` is `-x`: `Neg(x)`, `x * -1` or `-1 * x`.
+pub(crate) fn negated(n: &UOp) -> Option<UOp> {
+    let minus_one = |u: &UOp| u.op() == Ops::Const && u.const_value().is_some_and(|c| c.to_f64() == -1.0);
+    match (n.op(), n.src()) {
+        (Ops::Neg, [x]) => Some(x.clone()),
+        (Ops::Mul, [x, c] | [c, x]) if minus_one(c) => Some(x.clone()),
+        _ => None,
+    }
 }

@@ -149,14 +149,14 @@ impl<'a> Writer<'a> {
 
     /// The expression of source `i` of `u` (uop `index`).
     pub(crate) fn src(&self, index: usize, u: &UOp, i: usize) -> Result<String, RenderError> {
-        let order = RenderError::UnsupportedOp { index, op: u.op(), reason: "a source comes after its user" };
-        u.src().get(i).ok_or(order).and_then(|s| self.name_of(index, u, s))
+        self.name_of(index, u, u.src().get(i))
     }
 
-    /// The expression of `v`, a uop that `u` (uop `index`) reads directly or through its sources.
-    pub(crate) fn name_of(&self, index: usize, u: &UOp, v: &UOp) -> Result<String, RenderError> {
+    /// The expression of `v`, a uop that `u` (uop `index`) reads directly or through its
+    /// sources (an error when it has none yet, or `v` is none).
+    pub(crate) fn name_of(&self, index: usize, u: &UOp, v: Option<&UOp>) -> Result<String, RenderError> {
         let order = RenderError::UnsupportedOp { index, op: u.op(), reason: "a source comes after its user" };
-        self.names.get(v).cloned().ok_or(order)
+        v.and_then(|v| self.names.get(v)).cloned().ok_or(order)
     }
 
     /// Emits one statement at the current depth.
