@@ -79,6 +79,8 @@ pub struct Device {
     f16_rounding: F16Rounding,
     /// Whether shaders keep wgpu's runtime checks ([`SHADER_CHECKS_ENV`]).
     checked_shaders: bool,
+    /// Where kernels' WGSL is written and edited copies are read ([`crate::WGSL_DIR_ENV`]).
+    pub(crate) wgsl_dir: Mutex<Option<std::path::PathBuf>>,
     /// The fastest clock-raising spin (see `clocks.rs`).
     pub(crate) clocks: Clocks,
     /// How long a wait spins before it blocks, in nanoseconds (see `wait.rs`).
@@ -215,6 +217,7 @@ impl Device {
             health,
             f16_rounding: F16Rounding::Software,
             checked_shaders: std::env::var(SHADER_CHECKS_ENV).is_ok_and(|v| v == "1"),
+            wgsl_dir: Mutex::new(crate::wgsl_dir::from_env()),
             clocks: Clocks::default(),
             _exit: exit,
             device,

@@ -51,6 +51,14 @@ pub enum RuntimeError {
         /// What the device said.
         error: Box<RuntimeError>,
     },
+    /// A kernel's file in the `WGRAD_WGSL_DIR` folder could not be read or written.
+    #[error("WGRAD_WGSL_DIR: {}: {message}", .path.display())]
+    WgslDir {
+        /// The kernel's file.
+        path: std::path::PathBuf,
+        /// What the file system said.
+        message: String,
+    },
     /// A buffer request exceeds what the device can allocate or bind.
     #[error("buffer of {requested} bytes exceeds the device limit of {limit} bytes")]
     BufferTooLarge {

@@ -17,6 +17,8 @@
 //! - [`GpuProgram`]: a codegen `Program` rendered to WGSL for this device
 //!   ([`Device::compile`], [`Device::target`]) and launched with [`Device::launch`].
 //! - [`Device::run_timed`]: per-launch GPU times from timestamp queries.
+//! - [`WGSL_DIR_ENV`] ([`Device::set_wgsl_dir`]): each kernel's WGSL written to a folder, and
+//!   an edited copy there compiled in its place.
 //! - Waits ([`Device::sync`], readbacks) poll without blocking for [`SPIN_WAIT`] on a GPU
 //!   (yielding between polls after the first millisecond) before they block
 //!   ([`Device::set_spin_wait`]); a CPU adapter blocks at once.
@@ -56,6 +58,7 @@ mod submitter;
 mod timing;
 mod transfer;
 mod wait;
+mod wgsl_dir;
 
 pub use batch::{Batch, Prepared, fold_workgroups};
 pub use buffer::Buffer;
@@ -70,3 +73,4 @@ pub use submit::MAX_PENDING;
 pub use wait::SPIN_WAIT;
 pub use wgpu;
 pub use wgrad_renderer_wgsl::F16Rounding;
+pub use wgsl_dir::WGSL_DIR_ENV;

@@ -8,7 +8,7 @@
 //! variable values is made once per distinct set of values and reused (so is the bind
 //! group that binds it).
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use wgrad_codegen::{BufferArg, Program, Target};
 use wgrad_dtype::DType;
@@ -119,7 +119,12 @@ impl Device {
     }
 
     fn compile_with(&self, program: &Program, cached: bool) -> Result<GpuProgram> {
-        let wgsl = render(program, &self.caps())?;
+        let mut wgsl = render(program, &self.caps())?;
+        // a search's one-off candidates stay out of the folder
+        let dir = self.wgsl_dir.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        if let Some(dir) = dir.filter(|_| cached) {
+            wgsl.source = crate::wgsl_dir::exchange(&dir, &program.name, &wgsl.source)?;
+        }
         let pipeline = match cached {
             true => self.pipeline(&wgsl.source, &wgsl.entry),
             false => self.pipeline_uncached(&wgsl.source, &wgsl.entry),
@@ -148,6 +153,13 @@ impl Device {
     /// (little-endian elements, padded to 4 bytes).
     pub fn alloc_elements(&self, dtype: DType, len: usize) -> Result<Buffer> {
         self.alloc(buffer_bytes(dtype, len) as u64)
+    }
+
+    /// Sets the folder of kernels' WGSL ([`crate::WGSL_DIR_ENV`], which sets it when the
+    /// device opens), or clears it: kernels compiled from now on are written there, or read
+    /// from an edited copy there.
+    pub fn set_wgsl_dir(&self, dir: Option<std::path::PathBuf>) {
+        *self.wgsl_dir.lock().unwrap_or_else(PoisonError::into_inner) = dir;
     }
 
     /// Records a launch of `program` into `batch`: `buffers[slot]` for each buffer argument,

@@ -214,3 +214,47 @@ fn part_of_a_grid_runs_its_first_workgroups() {
         assert!(matches!(err, Err(RuntimeError::BadLaunch { .. })), "a part larger than the grid");
     }
 }
+
+#[test]
+fn a_wgsl_folder_gets_each_kernel_and_an_edited_copy_compiles_in_its_place() {
+    let Some(device) = common::device() else { return };
+    let dir = std::env::temp_dir().join(format!("wgrad_wgsl_dir_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    device.set_wgsl_dir(Some(dir.clone()));
+    let n = 64;
+    let ast = store(contiguous(&[n]), load(DType::F32, 1, contiguous(&[n])) * UOp::constant(DType::F32, 2.0));
+    let p = compile(&ast, &device.target(), &OptMode::Heuristic, "E_doubled").unwrap().1;
+    let run = |device: &Device| {
+        let kernel = device.compile(&p).unwrap();
+        let (out, x) =
+            (device.alloc_elements(DType::F32, n as usize).unwrap(), device.upload(&[1.5f32; 64]).unwrap());
+        let mut batch = device.batch();
+        device.launch(&mut batch, &kernel, &[&out, &x], &[]).unwrap();
+        device.submit(batch).unwrap();
+        (kernel.source().to_string(), device.read_as::<f32>(&out).unwrap())
+    };
+    let (source, doubled) = run(&device);
+    assert!(doubled.iter().all(|&v| v == 3.0), "{doubled:?}");
+    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let name = files[0].file_name().unwrap().to_string_lossy().to_string();
+    assert!(name.starts_with("E_doubled_") && name.ends_with(".wgsl"), "{name}");
+    assert_eq!(std::fs::read_to_string(&files[0]).unwrap(), source);
+    // the edit: times 3 instead of 2
+    let edited = source.replace("2.0f", "3.0f");
+    assert_ne!(edited, source, "{source}");
+    std::fs::write(&files[0], &edited).unwrap();
+    let (compiled, tripled) = run(&device);
+    assert_eq!(compiled, edited);
+    assert!(tripled.iter().all(|&v| v == 4.5), "{tripled:?}");
+    // an unreadable entry is an error naming it, not a panic
+    std::fs::remove_file(&files[0]).unwrap();
+    std::fs::create_dir(&files[0]).unwrap();
+    let Err(RuntimeError::WgslDir { path, .. }) = device.compile(&p) else {
+        panic!("a folder read as a kernel")
+    };
+    assert_eq!(path, files[0]);
+    device.set_wgsl_dir(None);
+    assert!(device.compile(&p).is_ok());
+    let _ = std::fs::remove_dir_all(&dir);
+}
