@@ -21,7 +21,10 @@
 //!    hold it); any other reduce it reaches, or one that two kernels
 //!    reach, is realized, or rather the first value of the narrowest float dtype on the
 //!    chain of elementwise ops above it that only it reads (a projection's sums plus bias,
-//!    cast to half: the half);
+//!    cast to half: the half); but where a reduce kernel reaches rows' reduces over other
+//!    axes, the lowest value of its part computed from them all as rule 3's rows (a layer
+//!    norm's output that a pooling sums over the tokens) is realized instead, its narrowest
+//!    form, so that kernel computes it once and the reader loads it;
 //! 4. an assign whose value reads the target buffer other than element for element
 //!    realizes the value first;
 //! 5. a kernel binds at most the device's number of buffers: an op whose inputs would
@@ -262,6 +265,46 @@ impl Grouper<'_> {
         }
     }
 
+    /// For a kernel `k` (of `root`) holding a reduce that reaches `r` and cannot hold it: the
+    /// value its region computes from `r` and the reduces like it (same axes, same input) as a
+    /// kernel of rule 3's rows would (a layer norm's output, read by a pooling sum over the tokens), the
+    /// lowest that holds them all. Realizing it makes that kernel, and the reader loads each
+    /// element once, where realizing the reduces would have the reader recompute the rows'
+    /// values from them, every element's statistics loaded and combined in its loop (on an
+    /// H200, MiniLM's f16 pooling over the last layer norm took 34.7 us).
+    fn normalized_rows(&mut self, root: &UOp, r: &UOp, k: &Lowered) -> Result<Option<UOp>, EngineError> {
+        let siblings: Vec<UOp> = k
+            .reduces
+            .iter()
+            .filter(|(o, _)| same_reduction(o, r, self.shapes))
+            .map(|(o, _)| o.clone())
+            .collect();
+        let row_shape = self.shapes.of(&r.src()[0]).to_vec();
+        let mut region = UOpSet::default();
+        let mut stack = vec![root.clone()];
+        while let Some(u) = stack.pop() {
+            for s in u.src() {
+                if !self.stops(s) && region.insert(s.clone()) {
+                    stack.push(s.clone());
+                }
+            }
+        }
+        let elementwise = |u: &UOp| GroupOp::ALU.contains(u.op()) || u.op() == Ops::Cast;
+        for u in self.topo.clone().iter().filter(|u| region.contains(*u) && elementwise(u)) {
+            if self.shapes.of(u) != row_shape.as_slice() {
+                continue;
+            }
+            let v = lower_group(std::slice::from_ref(u), &row_shape, &self.realizes, self.shapes)?;
+            let holds = siblings.iter().all(|s| v.reduces.iter().any(|(o, _)| o == s));
+            let placed = self.placed(&v);
+            // rule 2's exception stands: a reader that recomputes its softmax keeps doing so
+            if holds && self.row_reduces(&v, &placed) && !self.recomputed_rows(u) {
+                return Ok(Some(u.clone()));
+            }
+        }
+        Ok(None)
+    }
+
     /// Rule 5: bottom up, the buffers each node's fused part reads.
     fn buffer_limit(&mut self) -> bool {
         let mut reads: UOpMap<Vec<UOp>> = UOpMap::default();
@@ -350,7 +393,11 @@ impl Grouper<'_> {
                         && (in_place(r, st, &lowered, self.shapes) || broadcasts_reduce(r, st, self.shapes))
                 };
                 if !keep || claimed {
-                    add.push(self.narrowest_form(r));
+                    let rows = match main.is_some() && !claimed {
+                        true => self.normalized_rows(&root, r, &lowered)?,
+                        false => None,
+                    };
+                    add.push(self.narrowest_form(rows.as_ref().unwrap_or(r)));
                 } else {
                     owner.insert(r.clone(), root.clone());
                 }

@@ -874,3 +874,24 @@ fn a_softmax_over_many_short_rows_read_only_by_a_matmul_is_computed_where_the_ma
         }
     }
 }
+
+#[test]
+fn a_layer_norm_summed_over_other_axes_is_stored_by_its_own_kernel() {
+    // a pooling: layer norms over rows of 32 summed over the 8 rows of each of 2 batches.
+    // Where rows reduce in place, the layer norm's kernel stores its output and the sum reads
+    // it; elsewhere the statistics are stored and the sum recomputes the normalized rows.
+    let (b, t, c) = (2, 8, 32);
+    let host = || {
+        let normed = host_layernorm(&data(b * t * c, 0), c);
+        (0..b * c).map(|i| (0..t).map(|j| normed[(i / c * t + j) * c + i % c]).sum()).collect()
+    };
+    let build = || tensor(&[b, t, c], 0).layernorm(-1, 1e-5)?.sum(&[1], false);
+    check_rows(2, 2, build, host);
+    for device in devices() {
+        let in_place = open_device(&device).unwrap().kernel_limits().row_reduce > 0;
+        with_default_device(&device, || {
+            let sizes = stored_sizes(&build().unwrap().schedule(32).unwrap());
+            assert_eq!(sizes.contains(&(b * t * c)), in_place, "{device}: {sizes:?}");
+        });
+    }
+}
