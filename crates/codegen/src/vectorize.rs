@@ -15,7 +15,8 @@
 //! Invariants: only buffer arguments (`DefineGlobal`, bound from their first element, so the base
 //! is aligned) and workgroup arrays (`DefineLocal`) of 32-bit elements, or f16 on a target with
 //! f16, are folded, and loads of 8-bit buffer arguments into runs of 4 (one `u32` word of the
-//! renderers' packed arrays, where every lane would otherwise load the word again); stores are folded where they are sources of the sink or of a `Barrier`; a
+//! renderers' packed arrays, where every lane would otherwise load the word again); stores are folded where they are sources of the sink or of a `Barrier` (with the
+//! barrier a store comes after, if it names one, kept); a
 //! vector access touches exactly the elements its scalar lanes touched, under the same gate;
 //! the output is a lowered graph in the sense of `LOWERED.md`.
 
@@ -71,7 +72,7 @@ pub fn vectorize(sink: &UOp, target: &Target) -> UOp {
 fn access(u: &UOp, target: &Target) -> Option<(Key, i128)> {
     let store = match u.op() {
         Ops::Load if u.src().len() == 1 || (u.src().len() == 2 && u.src()[1].op() == Ops::Barrier) => false,
-        Ops::Store if u.src().len() == 2 => true,
+        Ops::Store if u.src().len() == 2 || (u.src().len() == 3 && u.src()[1].op() == Ops::Barrier) => true,
         _ => return None,
     };
     let index = &u.src()[0];
@@ -96,7 +97,9 @@ fn access(u: &UOp, target: &Target) -> Option<(Key, i128)> {
         },
         _ => (idx.clone(), 0),
     };
-    let after = if store { None } else { u.src().get(1).cloned() };
+    // the barrier a load comes after, or a store (a staged copy of a register: `Store(index,
+    // barrier, value)`)
+    let after = if store && u.src().len() == 2 { None } else { u.src().get(1).cloned() };
     Some((Key { buf: buf.clone(), root, gate: index.src().get(2).cloned(), after, store }, offset))
 }
 
@@ -196,6 +199,9 @@ fn vector_access(run: &Run, images: &UOpMap<UOp>) -> UOp {
             [Some(vector_index), after].into_iter().flatten().collect::<Vec<_>>(),
         );
     }
-    let values: Vec<UOp> = run.lanes.iter().map(|s| images[&s.src()[1]].clone()).collect();
-    UOp::store([vector_index, UOp::vectorize(&values)])
+    let values: Vec<UOp> = run.lanes.iter().map(|s| images[&s.src()[s.src().len() - 1]].clone()).collect();
+    let after = (first.src().len() == 3).then(|| images[&first.src()[1]].clone());
+    UOp::store(
+        [Some(vector_index), after, Some(UOp::vectorize(&values))].into_iter().flatten().collect::<Vec<_>>(),
+    )
 }

@@ -197,10 +197,17 @@ impl Writer<'_> {
             Ops::Idiv | Ops::Fdiv if zero_divisor => x[0].clone(),
             Ops::Idiv | Ops::Fdiv => format!("{} / {}", x[0], x[1]),
             Ops::Mod => format!("{} % {}", x[0], x[1]),
-            // not the builtin: NVIDIA's driver (580.159.04) drops an operand of `max` over
-            // int32 components of one vec4 load in some orders (fuzz seed 6329, bad_input's
-            // max_of_negated_ints_counts_every_element); a select of a comparison is exact there
-            Ops::Max => format!("select({1}, {0}, {0} > {1})", x[0], x[1]),
+            // not the builtin over loaded values: NVIDIA's driver (580.159.04) drops an operand of
+            // `max` over int32 components of one vec4 load in some orders (fuzz seed 6329,
+            // bad_input's max_of_negated_ints_counts_every_element); a select of a comparison is
+            // exact there. Index arithmetic (no load below) takes the builtin, which the driver
+            // keeps in address computations: a prefetch's next step as a select left its loads
+            // waiting (MiniLM's f16 FFN up on an H200: 717 us of six layers with `max`, 741 with
+            // the select)
+            Ops::Max if u.toposort().iter().any(|s| s.op() == Ops::Load) => {
+                format!("select({1}, {0}, {0} > {1})", x[0], x[1])
+            }
+            Ops::Max => format!("max({}, {})", x[0], x[1]),
             Ops::And => format!("{} & {}", x[0], x[1]),
             Ops::Or => format!("{} | {}", x[0], x[1]),
             Ops::Xor => format!("{} ^ {}", x[0], x[1]),

@@ -209,9 +209,13 @@ impl<'a> Writer<'a> {
         if self.coop(index, u)? {
             return Ok(());
         }
-        if u.dtype().count() > 1 && !matches!(u.op(), Ops::Load | Ops::Vectorize | Ops::Gep | Ops::Index) {
+        let vector_op = matches!(
+            u.op(),
+            Ops::Load | Ops::Vectorize | Ops::Gep | Ops::Index | Ops::DefineAcc | Ops::Assign
+        );
+        if u.dtype().count() > 1 && !vector_op {
             return Err(unsupported(
-                "vectors are only loaded, stored and taken apart: lanes compute as scalars",
+                "vectors are only loaded, stored, held in registers and taken apart: lanes compute as scalars",
             ));
         }
         if u.dtype().count() > 4 {
@@ -265,7 +269,10 @@ impl<'a> Writer<'a> {
             Ops::DefineAcc => {
                 let name = self.namer.fresh("acc");
                 let init = self.src(index, u, 0)?;
-                self.line(format!("var {name}: {} = {init};", self.reg(u.dtype()).name()));
+                self.line(format!(
+                    "var {name}: {} = {init};",
+                    vector_type(self.reg(u.dtype()), u.dtype().count())
+                ));
                 self.name(u, name);
             }
             Ops::Assign => {

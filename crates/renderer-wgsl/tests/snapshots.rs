@@ -298,8 +298,13 @@ fn tensor_core_target() -> Target {
 /// `C (64, 32) = A (64, 32) @ B (32, 32)` in f16 as `Tensor::matmul` builds it (f16 product,
 /// f32 sum), `A` row-major, `B` stored transposed (columns contiguous), the sum stored as `out`.
 fn half_matmul(out: DType) -> UOp {
-    let a = load_dt(DType::F16, 1, strided(&[64, 32, 32], &[32, 0, 1], 0));
-    let b = load_dt(DType::F16, 2, strided(&[64, 32, 32], &[0, 32, 1], 0));
+    half_matmul_k(out, 32)
+}
+
+/// `(64, k) @ (k, 32)` in f16, summed in f32, stored as `out`.
+fn half_matmul_k(out: DType, k: i64) -> UOp {
+    let a = load_dt(DType::F16, 1, strided(&[64, 32, k], &[k, 0, 1], 0));
+    let b = load_dt(DType::F16, 2, strided(&[64, 32, k], &[0, k, 1], 0));
     let sum = (&a * &b).cast(DType::F32).reduce_axis(Ops::Add, &[2]);
     store_ast(strided(&[64, 32, 1], &[32, 1, 0], 0), if out == DType::F32 { sum } else { sum.cast(out) })
 }
@@ -313,8 +318,16 @@ fn tensor_core_wgsl_with(
     caps: &WgslCaps,
     opts: Vec<Opt>,
 ) -> Result<String, wgrad_renderer_wgsl::RenderError> {
-    let (_, program) = compile(&half_matmul(out), &tensor_core_target(), &OptMode::Given(opts), "kernel")
-        .expect("TC applies");
+    tensor_core_wgsl_of(&half_matmul(out), caps, opts)
+}
+
+fn tensor_core_wgsl_of(
+    ast: &UOp,
+    caps: &WgslCaps,
+    opts: Vec<Opt>,
+) -> Result<String, wgrad_renderer_wgsl::RenderError> {
+    let (_, program) =
+        compile(ast, &tensor_core_target(), &OptMode::Given(opts), "kernel").expect("TC applies");
     let wgsl = wgrad_renderer_wgsl::render(&program, caps)?;
     wgrad_renderer_wgsl::validate(&wgsl.source, caps).unwrap_or_else(|e| panic!("{e}\n{}", wgsl.source));
     Ok(wgsl.source)
@@ -357,6 +370,28 @@ fn tensor_core_tiles_staged_in_workgroup_memory() {
     ] {
         assert!(source.contains(part), "{part} missing:\n{source}");
     }
+    insta::assert_snapshot!(source);
+}
+
+#[test]
+fn tensor_core_staged_copies_load_the_next_step_ahead() {
+    // a reduce loop of 4 steps: each thread loads its run of the first step's blocks into a
+    // register before the loop, copies it into workgroup memory after the step's first barrier,
+    // and loads the next step's (the last step's again on the last step) after the second,
+    // before the tiles multiply
+    let opts = vec![Opt::new(OptOps::Tc, 0, 0), Opt::new(OptOps::Local, 0, 2), Opt::new(OptOps::Local, 1, 2)];
+    let source = tensor_core_wgsl_of(&half_matmul_k(DType::F32, 64), &COOP, opts).expect("renders");
+    assert!(source.contains("max(") && !source.contains("select("), "the next step is a min:\n{source}");
+    let (before, body) = source.split_once("for (var ridx0").expect("a reduce loop");
+    assert!(before.contains(": vec4<f16> = val0;"), "a register of the first step's run:\n{source}");
+    let (copies, rest) = body
+        .split_once("workgroupBarrier();")
+        .and_then(|(_, b)| b.split_once("workgroupBarrier();"))
+        .expect("two barriers");
+    assert!(copies.contains("tca[") && !copies.contains("data1["), "the copies store registers:\n{source}");
+    let (next, tiles) = rest.split_once("coopMultiplyAdd").expect("the tiles multiply");
+    assert!(next.contains("data1[") && next.contains(" = val2;"), "the next step's loads first:\n{source}");
+    assert!(!tiles.contains("data1["), "{source}");
     insta::assert_snapshot!(source);
 }
 

@@ -169,10 +169,20 @@ impl Compiler {
 
     fn uop(&mut self, index: usize, u: &UOp) -> Result<(), CpuError> {
         let unsupported = CpuError::Unsupported { index, op: u.op() };
-        // vectors are values of loads and of the Vectorizes stores take, read through Geps, and
-        // cooperative-matrix tiles (every thread holds the whole tile)
-        let vector_ops = [Ops::Load, Ops::Vectorize, Ops::Gep, Ops::Index, Ops::CoopLoad, Ops::Wmma];
-        let tile_ops = [Ops::Const, Ops::DefineAcc, Ops::Assign];
+        // vectors are values of loads and of the Vectorizes stores take, read through Geps, held
+        // in registers (a staged copy's run loaded a step ahead), and cooperative-matrix tiles
+        // (every thread holds the whole tile)
+        let vector_ops = [
+            Ops::Load,
+            Ops::Vectorize,
+            Ops::Gep,
+            Ops::Index,
+            Ops::CoopLoad,
+            Ops::Wmma,
+            Ops::DefineAcc,
+            Ops::Assign,
+        ];
+        let tile_ops = [Ops::Const];
         let is_tile = wgrad_ops::coop_side(u.dtype()).is_some();
         if u.dtype().count() > 1 && !vector_ops.contains(&u.op()) && !(is_tile && tile_ops.contains(&u.op()))
         {
