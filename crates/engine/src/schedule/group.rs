@@ -267,11 +267,11 @@ impl Grouper<'_> {
 
     /// For a kernel `k` (of `root`) holding a reduce that reaches `r` and cannot hold it: the
     /// value its region computes from `r` and the reduces like it (same axes, same input) as a
-    /// kernel of rule 3's rows would (a layer norm's output, read by a pooling sum over the tokens), the
-    /// lowest that holds them all. Realizing it makes that kernel, and the reader loads each
-    /// element once, where realizing the reduces would have the reader recompute the rows'
-    /// values from them, every element's statistics loaded and combined in its loop (on an
-    /// H200, MiniLM's f16 pooling over the last layer norm took 34.7 us).
+    /// kernel of rule 3's rows would (a layer norm's output, read by a pooling sum over the
+    /// tokens), the lowest that holds them all. Realizing it makes that kernel, and the reader
+    /// loads each element once, where realizing the reduces would have the reader recompute
+    /// the rows' values from them, every element's statistics loaded and combined in its loop
+    /// (on an H200, MiniLM's f16 pooling over the last layer norm took 34.7 us).
     fn normalized_rows(&mut self, root: &UOp, r: &UOp, k: &Lowered) -> Result<Option<UOp>, EngineError> {
         let siblings: Vec<UOp> = k
             .reduces
