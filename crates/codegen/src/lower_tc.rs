@@ -79,7 +79,7 @@ pub(crate) fn lower_tc(
     let mut prefetches = vec![];
     let staged = match &stages {
         Some(stages) => {
-            let copy = Copy { lidx: &lidx, threads: threads * warps, prefetch };
+            let copy = StageCopy { lidx: &lidx, threads: threads * warps, prefetch };
             let (locals, barrier, assigns) = stage_blocks(&lw, full, &factors, stages, &ranges, &copy)?;
             prefetches = assigns;
             Some((locals, barrier))
@@ -216,7 +216,7 @@ fn stage_blocks(
     factors: &[(&UOp, CoopRole, (bool, i64)); 2],
     stages: &[Stage; 2],
     ranges: &[UOp],
-    copy: &Copy<'_>,
+    copy: &StageCopy<'_>,
 ) -> Result<([UOp; 2], UOp, Vec<UOp>), LowerError> {
     let (lidx, threads) = (copy.lidx, copy.threads);
     let top = UOp::new(Ops::Barrier, DType::VOID, ranges.to_vec(), Arg::None);
@@ -313,7 +313,7 @@ fn stage_blocks(
 
 /// How a workgroup copies the factors' blocks: its thread index and count, and the reduce
 /// loop whose next step's elements each thread loads ahead into registers, if any.
-struct Copy<'a> {
+struct StageCopy<'a> {
     lidx: &'a UOp,
     threads: i64,
     prefetch: Option<&'a UOp>,

@@ -182,10 +182,8 @@ impl Compiler {
             Ops::DefineAcc,
             Ops::Assign,
         ];
-        let tile_ops = [Ops::Const];
-        let is_tile = wgrad_ops::coop_side(u.dtype()).is_some();
-        if u.dtype().count() > 1 && !vector_ops.contains(&u.op()) && !(is_tile && tile_ops.contains(&u.op()))
-        {
+        let zero_tile = u.op() == Ops::Const && wgrad_ops::coop_side(u.dtype()).is_some();
+        if u.dtype().count() > 1 && !vector_ops.contains(&u.op()) && !zero_tile {
             return Err(unsupported);
         }
         let dtype = u.dtype();

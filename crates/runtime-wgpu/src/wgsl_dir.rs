@@ -20,7 +20,7 @@ pub(crate) fn from_env() -> Option<PathBuf> {
 }
 
 /// The file of `kernel`'s generated `source` in `dir`.
-pub(crate) fn file_of(dir: &Path, kernel: &str, source: &str) -> PathBuf {
+fn file_of(dir: &Path, kernel: &str, source: &str) -> PathBuf {
     let mut hasher = DefaultHasher::new();
     source.hash(&mut hasher);
     dir.join(format!("{kernel}_{:016x}.wgsl", hasher.finish()))

@@ -290,7 +290,9 @@ impl Grouper<'_> {
             }
         }
         let elementwise = |u: &UOp| GroupOp::ALU.contains(u.op()) || u.op() == Ops::Cast;
-        for u in self.topo.clone().iter().filter(|u| region.contains(*u) && elementwise(u)) {
+        let candidates: Vec<UOp> =
+            self.topo.iter().filter(|u| region.contains(*u) && elementwise(u)).cloned().collect();
+        for u in &candidates {
             if self.shapes.of(u) != row_shape.as_slice() {
                 continue;
             }
