@@ -281,7 +281,8 @@ impl Graph {
             ranges.iter().enumerate().map(|(r, &i)| (nodes[i].clone(), r)).collect();
         let mask_of = |rs: &[UOp]| rs.iter().fold(0, |m, r| m | 1 << range_no[r]);
 
-        // the ranges each node depends on
+        // the ranges each node depends on; `pinned` adds the loops around an accumulator that
+        // its value does not depend on (it starts over in each of their iterations)
         let data_deps = |u: &UOp| {
             let mut d = u.src().to_vec();
             if let Some(a) = by_acc.get(u) {
@@ -289,28 +290,71 @@ impl Graph {
             }
             d
         };
-        let mut rs: UOpMap<Ranges> = UOpMap::default();
-        for u in postorder(sink.src(), data_deps) {
-            let mut m = u.src().iter().fold(0, |m, s| m | rs[s]);
-            if let Some(&r) = range_no.get(&u) {
-                m |= 1 << r;
-            }
-            if let Some(a) = by_acc.get(&u) {
-                let inner = a.values.iter().chain(&a.ranges).fold(0, |m, r| m | rs[r]);
-                m |= inner & !mask_of(&a.ranges);
-            }
-            rs.insert(u, m);
-        }
-        for a in accs {
-            let m = a.values.iter().fold(rs[&a.acc] | mask_of(&a.ranges), |m, v| m | rs[v]);
-            // the update and what it made on the way (the steps into the accumulator)
-            for u in a.update().toposort() {
-                rs.entry(u).or_insert(m);
-            }
-            for u in a.steps.iter().chain([&a.assign]) {
+        let order = postorder(sink.src(), data_deps);
+        let range_sets = |pinned: &UOpMap<Ranges>| {
+            let mut rs: UOpMap<Ranges> = UOpMap::default();
+            for u in &order {
+                let mut m = u.src().iter().fold(0, |m, s| m | rs[s]);
+                if let Some(&r) = range_no.get(u) {
+                    m |= 1 << r;
+                }
+                if let Some(a) = by_acc.get(u) {
+                    let inner = a.values.iter().chain(&a.ranges).fold(0, |m, r| m | rs[r]);
+                    m |= inner & !mask_of(&a.ranges) | pinned.get(u).copied().unwrap_or(0);
+                }
                 rs.insert(u.clone(), m);
             }
-        }
+            for a in accs {
+                let m = a.values.iter().fold(rs[&a.acc] | mask_of(&a.ranges), |m, v| m | rs[v]);
+                // the update and what it made on the way (the steps into the accumulator)
+                for u in a.update().toposort() {
+                    rs.entry(u).or_insert(m);
+                }
+                for u in a.steps.iter().chain([&a.assign]) {
+                    rs.insert(u.clone(), m);
+                }
+            }
+            rs
+        };
+
+        // nesting: a total order of the ranges, then the chain of loops around each range. An
+        // accumulator whose reduce loop nests in loops its value does not depend on (a loop
+        // shared with another reduce) is pinned to them, and the nesting is found again.
+        let mut pinned: UOpMap<Ranges> = UOpMap::default();
+        let (rs, rank, enc) = loop {
+            let rs = range_sets(&pinned);
+            let mut before = vec![0 as Ranges; ranges.len()];
+            for (r, &i) in ranges.iter().enumerate() {
+                before[r] |= rs[&nodes[i].src()[0]];
+            }
+            for a in accs {
+                for r in &a.ranges {
+                    before[range_no[r]] |= rs[&a.acc];
+                }
+            }
+            let rank = range_rank(&nodes, &ranges, &before)?;
+            let earlier =
+                |r: usize| (0..ranges.len()).filter(|&q| rank[q] < rank[r]).fold(0, |m, q| m | 1 << q);
+            let mut enc = vec![0 as Ranges; ranges.len()];
+            for m in nodes.iter().map(|u| rs[u]) {
+                for r in bits(m) {
+                    enc[r] |= m & earlier(r);
+                }
+            }
+            close_nesting(&mut enc, &earlier);
+            let mut grew = false;
+            for a in accs {
+                let outermost = a.ranges.iter().map(|r| range_no[r]).min_by_key(|&r| rank[r]);
+                let around = outermost.map_or(0, |r| enc[r]);
+                if around & !rs[&a.acc] != 0 {
+                    *pinned.entry(a.acc.clone()).or_default() |= around;
+                    grew = true;
+                }
+            }
+            if !grew {
+                break (rs, rank, enc);
+            }
+        };
         for u in &nodes {
             let escapes = u
                 .src()
@@ -321,26 +365,6 @@ impl Graph {
                 return Err(LinearizeError::ReduceRangeEscapes { node: u.clone() });
             }
         }
-
-        // nesting: a total order of the ranges, then the chain of loops around each range
-        let mut before = vec![0 as Ranges; ranges.len()];
-        for (r, &i) in ranges.iter().enumerate() {
-            before[r] |= rs[&nodes[i].src()[0]];
-        }
-        for a in accs {
-            for r in &a.ranges {
-                before[range_no[r]] |= rs[&a.acc];
-            }
-        }
-        let rank = range_rank(&nodes, &ranges, &before)?;
-        let earlier = |r: usize| (0..ranges.len()).filter(|&q| rank[q] < rank[r]).fold(0, |m, q| m | 1 << q);
-        let mut enc = vec![0 as Ranges; ranges.len()];
-        for m in nodes.iter().map(|u| rs[u]) {
-            for r in bits(m) {
-                enc[r] |= m & earlier(r);
-            }
-        }
-        close_nesting(&mut enc, &earlier);
 
         let chain = |mask: Ranges| {
             let mut c: Vec<usize> = bits(mask).collect();

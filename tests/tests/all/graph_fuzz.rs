@@ -267,3 +267,24 @@ fn fuzz_int_min_reductions() {
         assert_agree(&Program { steps });
     }
 }
+
+/// Seed 106867 (every device): the interpreter's compile of a kernel holding a min over two
+/// axes and the count of its ties (the min's gradient) failed: "no order exists for Ops.RANGE".
+#[test]
+fn fuzz_min_over_two_axes_with_its_gradient_compiles() {
+    if wgpu_device().is_none() {
+        return;
+    }
+    let program = Program {
+        steps: vec![
+            Op::Input { shape: vec![4, 3, 3, 3], dtype: DType::F32, seed: 161147333453965, grad: true }, // v0
+            Op::Pad(0, vec![(0, 0), (2, 1), (2, 2), (0, 0)]),                                            // v1
+            Op::Reduce(Reduce::Min, 1, vec![2, 3], true),                                                // v2
+            Op::Unary(Unary::Relu, 2),                                                                   // v3
+            Op::Reshape(3, vec![6, -1, 1]),                                                              // v4
+            Op::Where(4, 2, 3),                                                                          // v5
+            Op::Unary(Unary::SqrtAbs, 4),                                                                // v6
+        ],
+    };
+    assert_agree(&program);
+}

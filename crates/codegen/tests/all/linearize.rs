@@ -218,3 +218,22 @@ fn reduce_of_a_loop_invariant_value_stays_in_its_loop() {
     assert_ne!(update, user);
     assert!(pos_of(&p, user) > pos(&p, |u| u.op() == Ops::EndRange), "{p}");
 }
+
+/// Two sums share a reduce loop nested in an outer loop (a CPU kernel's global axis); one sums
+/// loads that depend on the outer loop, the other a constant. The constant sum's accumulator
+/// starts over in every outer iteration, so what reads it belongs in that loop too, after the
+/// inner one (fuzz seed 106867: "no order exists").
+#[test]
+fn a_constant_sum_sharing_a_nested_loop_is_read_inside_the_outer_loop() {
+    let (a, out, count) = (global(2, 12), global(0, 4), global(1, 4));
+    let (g, r) = (UOp::range(&UOp::index_const(4), 0), UOp::range(&UOp::index_const(3), 1));
+    let total = reduce(&load(&a, &(&(&g * 3) + &r)), &[&r]);
+    let ones = reduce(&UOp::constant(DType::F32, 1.0), &[&r]);
+    let sink = UOp::sink([store(&out, &g, &total), store(&count, &g, &(&ones * 2.0f32))]);
+    let p = linearize(&sink, "shared").unwrap();
+    check_order(&p);
+    let depths = p.depths();
+    let ends: Vec<usize> = (0..p.uops.len()).filter(|&i| p.uops[i].op() == Ops::EndRange).collect();
+    let doubled = pos(&p, |u| u.op() == Ops::Mul && u.dtype() == DType::F32);
+    assert!(depths[doubled] == 1 && ends[0] < doubled && doubled < ends[1], "{p}");
+}
