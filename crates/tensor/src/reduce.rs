@@ -116,10 +116,13 @@ impl Tensor {
         self.sub(&m)?.exp().sum(&[axis], true)?.log().add(&m)
     }
 
-    /// `e^x / sum(e^x)` along `axis`, computed as `e^(x - logsumexp(x))`.
+    /// `e^x / sum(e^x)` along `axis`, computed as `e / sum(e)` with `e = e^(x - m)`, `m` the
+    /// detached max (as tinygrad): one exponential an element, and where the device reduces
+    /// short rows in place, one kernel that reads its input once.
     pub fn softmax(&self, axis: isize) -> Result<Tensor> {
         let x = self.as_float();
-        Ok(x.sub(x.logsumexp_kept(axis)?)?.exp())
+        let e = x.sub(x.max(&[axis], true)?.detach())?.exp();
+        e.div(&e.sum(&[axis], true)?)
     }
 
     /// `softmax(-x)` along `axis`.
