@@ -12,6 +12,9 @@
 //! one whole word (four 8-bit lanes, indexed by words) reads that word for every lane. Workgroup
 //! arrays are declared `array<vecW<T>, n / W>` when their widest access is `W` (2 or 4) lanes
 //! and no cooperative-matrix access uses them; narrower accesses go to `[i >> s][i & (W - 1)]`.
+//! Booleans in workgroup memory are `u32` words (0 or 1): an `array<bool, n>` in workgroup
+//! memory invented values on NVIDIA's Vulkan driver (H200, fuzz seeds 144671 and 148557: a
+//! grouped `any` read `true` where every value was `false`).
 //! A store into a packed buffer clears its lane with `atomicAnd` and sets it with `atomicOr`,
 //! so threads writing neighbouring elements of one word never race.
 
@@ -30,9 +33,10 @@ enum Place {
     /// A buffer argument: its name, element dtype, whether it is atomic words, and the lanes
     /// of one array element (`array<vecW<T>>` when `width > 1`).
     Global { name: String, dtype: DType, atomic: bool, width: u32 },
-    /// Workgroup memory: its name and the lanes of one array element (`array<vecW<T>>` when
-    /// `width > 1`; a narrower access goes to components).
-    Local { name: String, width: u32 },
+    /// Workgroup memory: its name, the lanes of one array element (`array<vecW<T>>` when
+    /// `width > 1`; a narrower access goes to components), and whether it holds booleans as
+    /// `u32` words.
+    Local { name: String, width: u32, boolean: bool },
 }
 
 /// One load or store: where, the index (counting accesses of `lanes` elements), the gate.
@@ -82,7 +86,11 @@ impl Writer<'_> {
         let size = size.ok_or(bad)?;
         let name = self.claim(&u.arg().to_string().replace('"', ""));
         let width = self.local_width(u);
-        let ty = vector_type(self.reg(u.dtype().base()), width);
+        let reg = match self.reg(u.dtype().base()) {
+            Reg::Bool => Reg::U32,
+            reg => reg,
+        };
+        let ty = vector_type(reg, width);
         self.module.push(format!("var<workgroup> {name}: array<{ty}, {}>;", size / width as usize));
         self.name(u, name);
         Ok(())
@@ -123,7 +131,11 @@ impl Writer<'_> {
                 }
                 Place::Global { name, dtype: arg.dtype, atomic: packed && arg.writable, width }
             }
-            Ops::DefineLocal => Place::Local { name, width: self.local_width(buf) },
+            Ops::DefineLocal => Place::Local {
+                name,
+                width: self.local_width(buf),
+                boolean: buf.dtype().base() == DType::BOOL,
+            },
             _ => return Err(bad("loads and stores go to a buffer or workgroup memory")),
         };
         Ok(Access { place, idx, known, gate, lanes })
@@ -135,10 +147,12 @@ impl Writer<'_> {
         let a = self.access(index, u)?;
         let ty = vector_type(self.reg(u.dtype()), a.lanes);
         let value = match &a.place {
-            Place::Local { name, width } if a.lanes == *width => format!("{name}[{}]", a.idx),
-            Place::Local { name, width } => {
-                gather(&ty, a.lanes, |k| local_element(name, *width, &a.part(a.lanes, k)))
+            Place::Local { name, width, boolean } if a.lanes == *width => {
+                from_word(&format!("{name}[{}]", a.idx), a.lanes, *boolean)
             }
+            Place::Local { name, width, boolean } => gather(&ty, a.lanes, |k| {
+                from_word(&local_element(name, *width, &a.part(a.lanes, k)), 1, *boolean)
+            }),
             Place::Global { name, dtype, atomic, width } => match storage(*dtype, self.caps) {
                 Some(Storage::Packed { bits }) => {
                     let get = self.helpers.call(Helper::GetLane { bits });
@@ -187,11 +201,14 @@ impl Writer<'_> {
         let lane =
             |k: u32, n: u32| if a.lanes == 1 { value.clone() } else { format!("{value}.{}", swizzle(k, n)) };
         let statements = match &a.place {
-            Place::Local { name, width } if a.lanes == *width => {
-                vec![format!("{name}[{}] = {value};", a.idx)]
+            Place::Local { name, width, boolean } if a.lanes == *width => {
+                vec![format!("{name}[{}] = {};", a.idx, to_word(&value, a.lanes, *boolean))]
             }
-            Place::Local { name, width } => (0..a.lanes)
-                .map(|k| format!("{} = {};", local_element(name, *width, &a.part(a.lanes, k)), lane(k, 1)))
+            Place::Local { name, width, boolean } => (0..a.lanes)
+                .map(|k| {
+                    let element = local_element(name, *width, &a.part(a.lanes, k));
+                    format!("{element} = {};", to_word(&lane(k, 1), 1, *boolean))
+                })
                 .collect(),
             Place::Global { name, dtype, atomic, width } => match storage(*dtype, self.caps) {
                 Some(Storage::Packed { bits }) if *atomic => {
@@ -244,6 +261,24 @@ fn gather(ty: &str, parts: u32, part: impl Fn(u32) -> String) -> String {
         return part(0);
     }
     format!("{ty}({})", (0..parts).map(part).collect::<Vec<_>>().join(", "))
+}
+
+/// A value of `lanes` lanes as stored in workgroup memory: booleans as `u32` words.
+fn to_word(value: &str, lanes: u32, boolean: bool) -> String {
+    match (boolean, lanes) {
+        (false, _) => value.to_string(),
+        (true, 1) => format!("select(0u, 1u, {value})"),
+        (true, n) => format!("select(vec{n}<u32>(), vec{n}<u32>(1u), {value})"),
+    }
+}
+
+/// A value of `lanes` lanes read from workgroup memory: booleans from `u32` words.
+fn from_word(word: &str, lanes: u32, boolean: bool) -> String {
+    match (boolean, lanes) {
+        (false, _) => word.to_string(),
+        (true, 1) => format!("({word} != 0u)"),
+        (true, n) => format!("({word} != vec{n}<u32>())"),
+    }
 }
 
 /// Element `idx` of a workgroup array of `width`-lane vectors (a component when `width > 1`).

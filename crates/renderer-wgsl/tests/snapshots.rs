@@ -45,6 +45,18 @@ fn group_reduce() {
     insta::assert_snapshot!(source);
 }
 
+/// A grouped `any` (a max of booleans): the partials go through workgroup memory as `u32`
+/// words, never `array<bool, n>`, which NVIDIA's Vulkan driver got wrong (fuzz seed 148557).
+#[test]
+fn grouped_boolean_max_keeps_words_in_workgroup_memory() {
+    let ast = store_ast(st(&[4, 1]), load_dt(DType::BOOL, 1, st(&[4, 64])).reduce_axis(Ops::Max, &[1]));
+    let mode = OptMode::Given(vec![Opt::new(OptOps::Group, 0, 16), Opt::new(OptOps::Upcast, 0, 4)]);
+    let source = wgsl(&ast, mode, &FULL);
+    assert!(source.contains("var<workgroup> temp0: array<u32, 64>;"), "{source}");
+    assert!(source.contains("select(0u, 1u, acc1)") && !source.contains("array<bool"), "{source}");
+    insta::assert_snapshot!(source);
+}
+
 #[test]
 fn matmul_tile() {
     let mode = OptMode::Given(vec![

@@ -288,3 +288,27 @@ fn fuzz_min_over_two_axes_with_its_gradient_compiles() {
     };
     assert_agree(&program);
 }
+
+/// Seeds 144671 and 148557 (H200 only): a grouped `any` over three axes read `true` where
+/// every value was `false`. Its partials went through an `array<bool, n>` in workgroup memory,
+/// which NVIDIA's Vulkan driver got wrong; booleans in workgroup memory are `u32` words now.
+#[test]
+fn fuzz_grouped_boolean_max() {
+    if wgpu_device().is_none() {
+        return;
+    }
+    let programs = [
+        vec![
+            Op::Input { shape: vec![4, 4, 5, 2], dtype: DType::I32, seed: 8236345098056, grad: false }, // v0
+            Op::Cast(0, DType::BOOL),                                                                   // v1
+            Op::Reduce(Reduce::Max, 1, vec![0, 1, 2], true),                                            // v2
+        ],
+        vec![
+            Op::Input { shape: vec![5, 2, 4, 4], dtype: DType::BOOL, seed: 241309782648475, grad: false }, // v0
+            Op::Reduce(Reduce::Max, 0, vec![0, 2, 3], true), // v1
+        ],
+    ];
+    for steps in programs {
+        assert_agree(&Program { steps });
+    }
+}
