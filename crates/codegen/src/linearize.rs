@@ -10,7 +10,9 @@
 //! 3. every node gets the set of ranges it depends on (a `DefineAcc`'s excludes the ranges it
 //!    reduces over; the update and the `Assign` include them);
 //! 4. ranges get a nesting: a total order (a range's end and an accumulator's enclosing loops
-//!    come first, then by axis) and, per range, the chain of loops around it;
+//!    come first, then by axis) and, per range, the chain of loops around it; an accumulator
+//!    whose reduce loop ends up inside loops its value does not depend on (a loop it shares
+//!    with another reduce) gets those loops added to its set, and steps 3-4 run again;
 //! 5. every node is placed in the innermost loop among its ranges (a `DefineAcc` just outside
 //!    the first loop it reduces over); each loop body is ordered by a depth-first walk over the
 //!    dependencies lifted to that body (a loop counts as one item), definitions first.
