@@ -343,8 +343,11 @@ impl Kernel {
         // an unroll's lanes are summed in registers before the partials: no more slots
         let grows = if opt.op == OptOps::Unroll { 1 } else { amt as i64 };
         // one buffer of partials per reduce
-        let needed =
-            grows * r.dtype().itemsize() as i64 * upcast * self.local_size() * self.reduceops.len() as i64;
+        let needed = grows
+            * self.target.workgroup_itemsize(r.dtype()) as i64
+            * upcast
+            * self.local_size()
+            * self.reduceops.len() as i64;
         match needed <= self.target.shared_max as i64 {
             true => Ok(()),
             false => Err(OptError::SharedMemory { needed, max: self.target.shared_max }),
@@ -366,8 +369,9 @@ impl Kernel {
             let locals = int_product(&self.full_shape()[gd..fr]);
             (0..n)
                 .filter_map(|i| {
-                    spanned(i, gd..fr)
-                        .map(|lanes| lanes * locals * self.reduceops()[i].dtype().itemsize() as i64)
+                    spanned(i, gd..fr).map(|lanes| {
+                        lanes * locals * self.target.workgroup_itemsize(self.reduceops()[i].dtype()) as i64
+                    })
                 })
                 .sum()
         })

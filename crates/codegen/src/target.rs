@@ -60,6 +60,17 @@ pub struct Target {
 }
 
 impl Target {
+    /// Bytes one element of `dtype` takes in workgroup memory: a boolean is a 32-bit word (the
+    /// WGSL renderer's `array<bool>` read wrong values on NVIDIA), and a half without `has_f16`
+    /// is an f32.
+    pub fn workgroup_itemsize(&self, dtype: DType) -> usize {
+        match dtype {
+            DType::BOOL => 4,
+            DType::F16 | DType::BF16 if !self.has_f16 => 4,
+            _ => dtype.itemsize(),
+        }
+    }
+
     /// A typical WebGPU-class GPU: 3 global dims of up to 65535 workgroups, 256 invocations
     /// per workgroup (256, 256, 64 per dim), 16 KiB of workgroup memory, vectors up to 4.
     pub fn generic_gpu() -> Target {

@@ -188,6 +188,19 @@ fn group_takes_the_inner_part_and_grouptop_the_outer() {
     assert_eq!(t.group_for_reduces(), 2);
 }
 
+/// Workgroup memory holds a boolean as a 32-bit word and, without f16, a half as an f32: a
+/// group's 32 partials are counted at that size.
+#[test]
+fn group_partials_of_booleans_and_emulated_halves_take_words() {
+    let max = |dtype| store_ast(st(&[4, 1]), load_dt(dtype, 1, st(&[4, 256])).reduce_axis(Ops::Max, &[1]));
+    let small = Target { shared_max: 64, has_f16: true, ..Target::generic_gpu() };
+    let group = opt(OptOps::Group, 0, 32);
+    let words = OptError::SharedMemory { needed: 128, max: 64 };
+    assert_eq!(err(&mut on(&max(DType::BOOL), small.clone()), group), words);
+    assert_eq!(err(&mut on(&max(DType::F16), Target { has_f16: false, ..small.clone() }), group), words);
+    on(&max(DType::F16), small).apply_opt(group).unwrap();
+}
+
 #[test]
 fn group_refusals() {
     let ast = sum_ast(&[4, 256], &[1]);
