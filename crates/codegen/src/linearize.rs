@@ -322,9 +322,7 @@ impl Graph {
         // nesting: a total order of the ranges, then the chain of loops around each range. An
         // accumulator whose reduce loop nests in loops its value does not depend on (a loop
         // shared with another reduce) is pinned to them, and the nesting is found again.
-        let mut pinned: UOpMap<Ranges> = UOpMap::default();
-        let (rs, rank, enc) = loop {
-            let rs = range_sets(&pinned);
+        let nesting = |rs: &UOpMap<Ranges>| -> Result<(Vec<usize>, Vec<Ranges>), LinearizeError> {
             let mut before = vec![0 as Ranges; ranges.len()];
             for (r, &i) in ranges.iter().enumerate() {
                 before[r] |= rs[&nodes[i].src()[0]];
@@ -344,17 +342,26 @@ impl Graph {
                 }
             }
             close_nesting(&mut enc, &earlier);
-            let mut grew = false;
-            for a in accs {
-                let outermost = a.ranges.iter().map(|r| range_no[r]).min_by_key(|&r| rank[r]);
-                let around = outermost.map_or(0, |r| enc[r]);
-                if around & !rs[&a.acc] != 0 {
-                    *pinned.entry(a.acc.clone()).or_default() |= around;
-                    grew = true;
-                }
-            }
-            if !grew {
+            Ok((rank, enc))
+        };
+        // the loops around an accumulator: those around the outermost loop it reduces over
+        let around = |a: &Acc, rank: &[usize], enc: &[Ranges]| {
+            a.ranges.iter().map(|r| range_no[r]).min_by_key(|&r| rank[r]).map_or(0, |r| enc[r])
+        };
+        let mut pinned: UOpMap<Ranges> = UOpMap::default();
+        let (rs, rank, enc) = loop {
+            let rs = range_sets(&pinned);
+            let (rank, enc) = nesting(&rs)?;
+            let unpinned: Vec<(&Acc, Ranges)> = accs
+                .iter()
+                .map(|a| (a, around(a, &rank, &enc)))
+                .filter(|(a, m)| m & !rs[&a.acc] != 0)
+                .collect();
+            if unpinned.is_empty() {
                 break (rs, rank, enc);
+            }
+            for (a, m) in unpinned {
+                *pinned.entry(a.acc.clone()).or_default() |= m;
             }
         };
         for u in &nodes {
@@ -377,9 +384,7 @@ impl Graph {
         let chains = nodes
             .iter()
             .map(|u| match by_acc.get(u) {
-                Some(a) => {
-                    chain(enc[a.ranges.iter().map(|r| range_no[r]).min_by_key(|&r| rank[r]).unwrap_or(0)])
-                }
+                Some(a) => chain(around(a, &rank, &enc)),
                 None => chain(innermost(rs[u]).map_or(0, |r| enc[r] | 1 << r)),
             })
             .collect();
