@@ -11,7 +11,7 @@ use std::sync::Once;
 
 use wgrad_tensor::{DType, DeviceName, Result, Tensor, TensorError, with_default_device};
 
-use super::noise::perturb;
+use super::noise::{noisy_operands, noisy_output};
 use super::program::{Op, Program, apply};
 
 /// The numbers a device computed: the output, then each gradient-requiring input's gradient.
@@ -66,15 +66,14 @@ fn read(t: &Tensor) -> Result<Vec<f64>> {
     })
 }
 
-/// The program's numbers; with `noise`, every rounding step's result is perturbed (see
-/// [`perturb`]) under that seed.
+/// The program's numbers; with `noise`, every use of a rounding step's result is perturbed
+/// under that seed (`noise.rs`).
 fn outcome(program: &Program, noise: Option<u64>) -> Result<Outcome> {
     let mut values: Vec<Tensor> = Vec::with_capacity(program.steps.len());
     for (step, op) in program.steps.iter().enumerate() {
-        let t = apply(op, &values)?;
         let t = match noise {
-            Some(seed) if op.rounds() => perturb(&t, step, seed)?,
-            _ => t,
+            Some(seed) => apply(op, &noisy_operands(program, &values, step, seed)?)?,
+            None => apply(op, &values)?,
         };
         values.push(t);
     }
@@ -84,6 +83,10 @@ fn outcome(program: &Program, noise: Option<u64>) -> Result<Outcome> {
         .zip(&values)
         .any(|(&live, t)| live && matches!(t.dtype(), DType::F16 | DType::BF16));
     let out = values.last().cloned().ok_or(TensorError::NoTensors("a program"))?;
+    let out = match noise {
+        Some(seed) => noisy_output(program, out, seed)?,
+        None => out,
+    };
     let forward = read(&out)?;
     let params: Vec<&Tensor> = program
         .steps

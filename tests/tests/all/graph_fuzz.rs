@@ -195,6 +195,53 @@ fn fuzz_gradient_at_a_cancellation_is_rounding_sensitive() {
     assert!(matches!(&v, Verdict::Mismatch(d) if d.starts_with("gradient 0[0]")), "{v:?}");
 }
 
+/// Seeds 315613 and 332897 (H200): `x - flip(x)` of a mean, exactly 0 on the interpreter, read
+/// 4.2e-4 (through a square root) and -7.5e-6 there: the fused kernel computes the mean once for
+/// each use and rounds them differently. The noise perturbs each use apart, so such a difference is
+/// rounding-sensitive, while a larger one is still a mismatch.
+#[test]
+fn fuzz_a_value_used_twice_may_round_differently_in_each_use() {
+    let cases = [
+        (
+            vec![
+                Op::Input { shape: vec![4, 3, 3], dtype: DType::U8, seed: 38843145288202, grad: false }, // v0
+                Op::Reduce(Reduce::Min, 0, vec![0], false),                                              // v1
+                Op::Reduce(Reduce::Mean, 1, vec![1], false),                                             // v2
+                Op::Flip(2, vec![0]),                                                                    // v3
+                Op::Binary(Binary::Sub, 3, 2),                                                           // v4
+                Op::Unary(Unary::SqrtAbs, 4),                                                            // v5
+            ],
+            1,
+            0.00042286395910196006,
+        ),
+        (
+            vec![
+                Op::Input { shape: vec![3, 5], dtype: DType::U8, seed: 110518946082765, grad: false }, // v0
+                Op::Unary(Unary::Neg, 0),                                                              // v1
+                Op::Reduce(Reduce::Mean, 1, vec![0], true),                                            // v2
+                Op::Where(0, 2, 2),                                                                    // v3
+                Op::Get(3, vec![Idx::Slice(None, None, Some(-2))]),                                    // v4
+                Op::Binary(Binary::Sub, 4, 2),                                                         // v5
+            ],
+            0,
+            -0.000007539987564086914,
+        ),
+    ];
+    for (steps, at, device) in cases {
+        let program = Program { steps };
+        let want = run(&program, &DeviceName::Cpu);
+        let Run::Done(clean) = want.clone() else { panic!("the program runs") };
+        assert_eq!(clean.values[at], 0.0);
+        let with = |value: f64| {
+            let mut other = clean.clone();
+            other.values[at] = value;
+            verdict(&program, &Run::Done(other), &want)
+        };
+        assert!(matches!(with(device), Verdict::Sensitive(_)), "{:?}", with(device));
+        assert!(matches!(with(0.5), Verdict::Mismatch(_)), "{:?}", with(0.5));
+    }
+}
+
 /// Seeds 576 and 2642 (H200): half-precision cumsums of a division and of a softmax, whose
 /// values near 0 differ by a few f16 ulp of the partial sums. A program that depends on a half
 /// value is compared at tinygrad's half tolerance (atol = rtol = 1e-2), forward and backward.
