@@ -204,7 +204,7 @@ impl Writer<'_> {
             // keeps in address computations: a prefetch's next step as a select left its loads
             // waiting (MiniLM's f16 FFN up on an H200: 717 us of six layers with `max`, 741 with
             // the select)
-            Ops::Max if u.toposort().iter().any(|s| s.op() == Ops::Load) => {
+            Ops::Max if self.from_loads.contains(u) => {
                 format!("select({1}, {0}, {0} > {1})", x[0], x[1])
             }
             Ops::Max => format!("max({}, {})", x[0], x[1]),

@@ -100,6 +100,8 @@ pub(crate) struct Writer<'a> {
     stored: UOpSet,
     /// The comparisons that choose between their own operands (see [`choosing_between_operands`]).
     pub(crate) min_max: UOpSet,
+    /// The uops computed from a load, directly or through others (see [`reading_loads`]).
+    pub(crate) from_loads: UOpSet,
     /// Whether the uop being rendered may convert to f16 natively (see [`F16Rounding`]).
     pub(crate) native_f16: bool,
 }
@@ -129,6 +131,7 @@ impl<'a> Writer<'a> {
             },
             native_f16: false,
             min_max: choosing_between_operands(program),
+            from_loads: reading_loads(program),
         }
     }
 
@@ -505,9 +508,6 @@ fn vector_buffers(program: &Program, caps: &WgslCaps) -> BTreeMap<usize, u32> {
     narrowest
 }
 
-/// The workgroup arrays worth declaring as arrays of vectors: the widest access to them is 2 or
-/// 4 lanes and divides their size, no cooperative-matrix access reads or writes them, and their
-/// elements are plain 32-bit or native f16 registers. Narrower accesses go to vector components.
 /// The uops of `program` whose every use is a store of them into a storage buffer (as its
 /// value), or a vector of lanes that is: a native `f16(x)` there reaches memory as it
 /// rounded, with nothing in between that a compiler could fold.
@@ -566,6 +566,21 @@ fn choosing_between_operands(program: &Program) -> UOpSet {
         .collect()
 }
 
+/// The uops of `program` that are loads or read one through their sources, in one pass over
+/// its order (a source comes before its users).
+fn reading_loads(program: &Program) -> UOpSet {
+    let mut from_loads = UOpSet::default();
+    for u in &program.uops {
+        if u.op() == Ops::Load || u.src().iter().any(|s| from_loads.contains(s)) {
+            from_loads.insert(u.clone());
+        }
+    }
+    from_loads
+}
+
+/// The workgroup arrays worth declaring as arrays of vectors: the widest access to them is 2 or
+/// 4 lanes and divides their size, no cooperative-matrix access reads or writes them, and their
+/// elements are plain 32-bit or native f16 registers. Narrower accesses go to vector components.
 fn vector_locals(program: &Program, caps: &WgslCaps) -> UOpMap<u32> {
     let mut widest: UOpMap<u32> = UOpMap::default();
     let mut refused = vec![];
