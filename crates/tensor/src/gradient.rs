@@ -70,11 +70,16 @@ fn reduce_grad(ctx: &mut GradCtx, ret: &UOp) -> Option<UOp> {
     let Arg::ReduceAxis(op, axes) = ret.arg() else { return None };
     let x = ctx.t(&ret.src()[0]);
     let g = ok(ctx.grad.expand(x.shape()));
-    let out = ok(ctx.t(ret).expand(x.shape()));
     let gx = match op {
         Ops::Add => g,
         Ops::Max => {
-            let is_max = ok(x.eq(&out)).cast(g.dtype());
+            // compared against values computed once, the max taken again from them: the input
+            // recomputed in the gradient's kernels may round otherwise than in the forward's
+            // max (a driver's division on an H200, fuzz seed 343295), and then no element
+            // equals the stored max
+            let x = computed_once(&x);
+            let max = ok(ok(x.reduce(Ops::Max, "max", &isize_axes(axes), true)).expand(x.shape()));
+            let is_max = ok(x.eq(&max)).cast(g.dtype());
             let count = ok(ok(is_max.sum(&isize_axes(axes), true)).expand(x.shape()));
             ok(ok(is_max.div(&count)).mul(&g))
         }
@@ -85,10 +90,23 @@ fn reduce_grad(ctx: &mut GradCtx, ret: &UOp) -> Option<UOp> {
             let zeros = ok(ok(zero.sum(&axes, true)).expand(x.shape()));
             let rest = ok(ok(safe.reduce(Ops::Mul, "prod", &axes, true)).expand(x.shape()));
             let at_zero = ok(ok(zeros.eq(1)).where_(&rest, 0));
+            let out = ok(ctx.t(ret).expand(x.shape()));
             ok(ok(zero.where_(&at_zero, ok(out.div(&safe)))).mul(&g))
         }
     };
     grads([Some(gx)])
+}
+
+/// `x` with the node under its movement ops (a pooling's windows of an activation) computed
+/// once into a buffer of its own layout, the movements applied to that buffer; `x` itself when
+/// that node is a buffer or a constant, which every kernel reads alike.
+fn computed_once(x: &Tensor) -> Tensor {
+    let base = crate::tensor::base(&x.uop());
+    if matches!(base.op(), Ops::Buffer | Ops::Const | Ops::Contiguous) {
+        return x.clone();
+    }
+    let map = UOpMap::from_iter([(base.clone(), lazy::contiguous(&base))]);
+    Tensor::from_uop(x.uop().substitute(&map), x.shape().to_vec(), x.device().clone())
 }
 
 /// `d expand(x)`: summed over the broadcast dims.

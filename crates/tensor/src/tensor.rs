@@ -29,7 +29,7 @@ pub(crate) struct Inner {
 }
 
 /// `u` with its movement ops (and detaches) peeled off: the node that gets a buffer.
-fn base(u: &UOp) -> UOp {
+pub(crate) fn base(u: &UOp) -> UOp {
     let mut u = u.clone();
     while GroupOp::MOVEMENT.contains(u.op()) || matches!(u.op(), Ops::Detach | Ops::ContiguousBackward) {
         u = u.src()[0].clone();

@@ -3,6 +3,7 @@
 use crate::common;
 
 use common::reference::on_devices;
+use wgrad_ops::Ops;
 use wgrad_tensor::{DType, Tensor, TensorError};
 
 #[test]
@@ -92,6 +93,42 @@ fn sigmoid_and_tanh_gradients_stay_finite_far_from_zero() {
                     t[i]
                 );
             }
+        }
+    });
+}
+
+/// Fuzz seed 343295 (H200): a min over `x / (|x| + 1) / (|x| + 1)` whose gradient was 0 at its
+/// unique minimum. The gradient found the minimum by comparing the input, recomputed in its own
+/// kernels, with the forward's stored min, and the driver rounded the recomputed divisions
+/// differently. The input is now computed once, into a buffer that every comparison reads (here
+/// the sines of the loaded input).
+#[test]
+fn a_max_gradient_compares_its_input_computed_once() {
+    on_devices(|device| {
+        let values = [0.5f32, -1.0, 2.0, 3.0, -0.25, 1.0];
+        let x = Tensor::from_slice(&values, &[2, 3]).unwrap();
+        let g = x
+            .sin()
+            .min(&[1], false)
+            .unwrap()
+            .sum(&[], false)
+            .unwrap()
+            .gradient(&[&x], None)
+            .unwrap()
+            .remove(0);
+        let schedule = g.schedule(32).unwrap();
+        let computing_sines = schedule
+            .kernels()
+            .iter()
+            .filter(|k| k.toposort().iter().any(|u| u.op() == Ops::Sin && u.src()[0].op() == Ops::Load))
+            .count();
+        // (the chain rule's cosine is a sine of `x + pi / 2`, not of the load)
+        assert_eq!(computing_sines, 1, "{device}: sin(x) computed in one kernel");
+        // each row's minimum: sin(-1), then sin(-0.25); the gradient there is the cosine
+        let got = g.to_vec::<f32>().unwrap();
+        let expect = [0.0, 1f32.cos(), 0.0, 0.0, 0.25f32.cos(), 0.0];
+        for (a, b) in got.iter().zip(expect) {
+            assert!((a - b).abs() < 1e-6, "{device}: {got:?} against {expect:?}");
         }
     });
 }
