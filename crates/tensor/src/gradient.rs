@@ -173,8 +173,13 @@ fn pm_gradient() -> &'static PatternMatcher<GradCtx> {
     static PM: LazyLock<PatternMatcher<GradCtx>> = LazyLock::new(|| {
         let r = |op: Ops| UPat::op(op).named("ret");
         PatternMatcher::new(vec![
-            // d cast(x) = g cast back
-            rule!(r(Ops::Cast) => |ctx: GradCtx; ret| grads([Some(ctx.grad.cast(ret.src()[0].dtype()))])),
+            // d cast(x) = g cast back; none through a cast to integers or booleans, whose
+            // steps have no slope (PyTorch's `x.bool()` leaves the graph): cast back, a tiny
+            // gradient of rounding became 1 (fuzz seed 340545)
+            rule!(r(Ops::Cast) => |ctx: GradCtx; ret| match ret.dtype().is_float() {
+                true => grads([Some(ctx.grad.cast(ret.src()[0].dtype()))]),
+                false => grads([None]),
+            }),
             // d (1/x) = -g / x^2 = -g * ret * ret
             rule!(r(Ops::Recip) => |ctx: GradCtx; ret| {
                 let r = ctx.t(ret);

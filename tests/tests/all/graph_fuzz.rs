@@ -359,3 +359,21 @@ fn fuzz_grouped_boolean_max() {
         assert_agree(&Program { steps });
     }
 }
+
+/// Seed 340545 (lavapipe): a softmax of `x.cast(bool)`. Its summed gradient is 0 up to rounding,
+/// and the cast's gradient rule cast that back to bool and then to float: 1 wherever the rounding
+/// left a tiny value (the interpreter), 0 where it did not (lavapipe). A cast to a boolean or an
+/// integer now passes no gradient.
+#[test]
+fn fuzz_no_gradient_through_a_cast_to_bool() {
+    let program = Program {
+        steps: vec![
+            Op::Input { shape: vec![3, 4, 3], dtype: DType::F32, seed: 32319400744349, grad: true }, // v0
+            Op::Cast(0, DType::BOOL),                                                                // v1
+            Op::Softmax(1, 0),                                                                       // v2
+        ],
+    };
+    let Run::Done(cpu) = run(&program, &DeviceName::Cpu) else { panic!("the program runs") };
+    assert!(cpu.grads[0].iter().all(|&g| g == 0.0), "{:?}", cpu.grads[0]);
+    assert_agree(&program);
+}

@@ -132,3 +132,21 @@ fn a_max_gradient_compares_its_input_computed_once() {
         }
     });
 }
+
+/// A cast to a boolean or an integer passes no gradient (its steps have no slope, and PyTorch's
+/// `x.bool()` leaves the graph); a cast between floats passes it cast back.
+#[test]
+fn casts_to_booleans_and_integers_pass_no_gradient() {
+    on_devices(|device| {
+        let x = Tensor::from_slice(&[0.5f32, -2.0, 3.0], &[3]).unwrap();
+        for dtype in [DType::BOOL, DType::I32, DType::U8] {
+            let y = x.cast(dtype).cast(DType::F32).mul(&x).unwrap().sum(&[], false).unwrap();
+            let g = y.gradient(&[&x], None).unwrap().remove(0);
+            // only the product's own factor: d(c * x)/dx = c with c = cast(x), taken as constant
+            let c = x.cast(dtype).cast(DType::F32).to_vec::<f32>().unwrap();
+            assert_eq!(g.to_vec::<f32>().unwrap(), c, "{device}: {dtype:?}");
+        }
+        let y = x.cast(DType::F16).cast(DType::F32).sum(&[], false).unwrap();
+        assert_eq!(y.gradient(&[&x], None).unwrap()[0].to_vec::<f32>().unwrap(), [1.0; 3], "{device}");
+    });
+}
