@@ -377,3 +377,29 @@ fn fuzz_no_gradient_through_a_cast_to_bool() {
     assert!(cpu.grads[0].iter().all(|&g| g == 0.0), "{:?}", cpu.grads[0]);
     assert_agree(&program);
 }
+
+/// Seed 481930 (the interpreter was wrong, lavapipe right): `(s[1:2] - s) @ s` of `s =
+/// softmax(x)`. On a device without the rows rule the gradient's reduces merged into one kernel,
+/// which computed the shrink's gradient (a sum padded to index 1) itself and read it at every
+/// index: the pad's mask was lost. Reduces read through any other view than in place or
+/// broadcast back now stay out of a kernel that would compute them.
+#[test]
+fn fuzz_softmax_gradient_through_a_shrunk_element() {
+    let program = Program {
+        steps: vec![
+            Op::Input { shape: vec![2], dtype: DType::F32, seed: 154438234670327, grad: true }, // v0
+            Op::Softmax(0, 0),                                                                  // v1
+            Op::Shrink(1, vec![(1, 2)]),                                                        // v2
+            Op::Binary(Binary::Sub, 2, 1),                                                      // v3
+            Op::Matmul(3, 1),                                                                   // v4
+        ],
+    };
+    // x = [-1, -0.75]: d/dx of (s1 - s0) s0 = (1 - 4 s0) s0 s1 * [1, -1]
+    let s0 = 1.0 / (1.0 + 0.25f64.exp());
+    let want = (1.0 - 4.0 * s0) * s0 * (1.0 - s0);
+    let Run::Done(cpu) = run(&program, &DeviceName::Cpu) else { panic!("the program runs") };
+    for (g, w) in cpu.grads[0].iter().zip([want, -want]) {
+        assert!((g - w).abs() < 1e-6, "{:?} against {want}", cpu.grads[0]);
+    }
+    assert_agree(&program);
+}

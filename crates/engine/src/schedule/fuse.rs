@@ -135,13 +135,36 @@ fn merge(
 ) -> Result<bool, EngineError> {
     let mut merged: Vec<UOp> = groups[a].iter().chain(&groups[b]).cloned().collect();
     merged.sort_by_key(|r| cx.position[r]);
-    if !fits(&merged, shape, cx.realizes, shapes, cx.max_buffers)? || !acyclic(groups, a, b, cx.kernels) {
+    if !reduces_read_in_place(groups, (a, b), cx.kernels, shapes)
+        || !fits(&merged, shape, cx.realizes, shapes, cx.max_buffers)?
+        || !acyclic(groups, a, b, cx.kernels)
+    {
         return Ok(false);
     }
     let (keep, gone) = (a.min(b), a.max(b));
     groups[keep] = merged;
     groups[gone].clear();
     Ok(true)
+}
+
+/// Whether every reduce root of one of groups `a` and `b` that a kernel of the other reads,
+/// that kernel reads in place or broadcast back over its axes: a merged kernel computes such a
+/// reduce itself and reads its value whatever the view (a pad's mask would be lost: the
+/// gradient of a softmax's shrunk element, fuzz seed 481930).
+fn reduces_read_in_place(
+    groups: &[Vec<UOp>],
+    (a, b): (usize, usize),
+    kernels: &UOpMap<Lowered>,
+    shapes: &mut Shapes,
+) -> bool {
+    [(a, b), (b, a)].into_iter().all(|(x, y)| {
+        groups[x].iter().filter_map(|root| kernels.get(root)).all(|k| {
+            k.loads
+                .iter()
+                .filter(|(l, _)| l.op() == Ops::ReduceAxis && groups[y].contains(l))
+                .all(|(l, st)| is_identity(st) || broadcasts_reduce(l, st, shapes))
+        })
+    })
 }
 
 /// Rules 1 and 2: whether the kernel `kb` can compute `read` (whose own kernel is `ka`, over
