@@ -70,6 +70,7 @@ fn reduce_grad(ctx: &mut GradCtx, ret: &UOp) -> Option<UOp> {
     let Arg::ReduceAxis(op, axes) = ret.arg() else { return None };
     let x = ctx.t(&ret.src()[0]);
     let g = ok(ctx.grad.expand(x.shape()));
+    let axes = isize_axes(axes);
     let gx = match op {
         Ops::Add => g,
         Ops::Max => {
@@ -78,13 +79,12 @@ fn reduce_grad(ctx: &mut GradCtx, ret: &UOp) -> Option<UOp> {
             // max (a driver's division on an H200, fuzz seed 343295), and then no element
             // equals the stored max
             let x = computed_once(&x);
-            let max = ok(ok(x.reduce(Ops::Max, "max", &isize_axes(axes), true)).expand(x.shape()));
+            let max = ok(ok(x.reduce(Ops::Max, "max", &axes, true)).expand(x.shape()));
             let is_max = ok(x.eq(&max)).cast(g.dtype());
-            let count = ok(ok(is_max.sum(&isize_axes(axes), true)).expand(x.shape()));
+            let count = ok(ok(is_max.sum(&axes, true)).expand(x.shape()));
             ok(ok(is_max.div(&count)).mul(&g))
         }
         _ => {
-            let axes = isize_axes(axes);
             let zero = ok(x.eq(0));
             let safe = ok(zero.where_(1, &x));
             let zeros = ok(ok(zero.sum(&axes, true)).expand(x.shape()));
