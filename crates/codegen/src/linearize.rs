@@ -82,7 +82,7 @@ pub fn linearize(sink: &UOp, name: &str) -> Result<Program, LinearizeError> {
     let sink = UOp::sink(globals.chain(sink.simplify().src().iter().cloned()).collect::<Vec<_>>());
     let (sink, accs) = reduce_to_acc(&sink);
     let graph = Graph::new(&sink, &accs)?;
-    let uops = graph.schedule()?;
+    let uops = stores_after_loads(graph.schedule()?);
     verify_uops(&uops)?;
     let (global_size, local_size) = launch_sizes(&uops)?;
     Ok(Program {
@@ -509,6 +509,37 @@ fn is_prefetch(u: &UOp) -> bool {
 /// Whether `u` is a `Load` from a buffer argument.
 pub(crate) fn is_global_load(u: &UOp) -> bool {
     u.op() == Ops::Load && u.src()[0].src().first().is_some_and(|b| b.op() == Ops::DefineGlobal)
+}
+
+/// Whether `u` is a `Store` to a buffer argument.
+fn is_global_store(u: &UOp) -> bool {
+    u.op() == Ops::Store && u.src()[0].src().first().is_some_and(|b| b.op() == Ops::DefineGlobal)
+}
+
+/// `uops` with each store to a buffer argument moved down past the loads and arithmetic after
+/// it, to the next loop boundary, branch, barrier or other store to memory (global stores keep
+/// their order). A driver may not move a load above a store to a buffer that could alias it, so
+/// a kernel with several outputs otherwise waits out one load's latency per output (a fused
+/// Adam update of 14 tensors: 11 us on an H200).
+fn stores_after_loads(uops: Vec<UOp>) -> Vec<UOp> {
+    let mut out = Vec::with_capacity(uops.len());
+    let mut pending: Vec<UOp> = Vec::new();
+    for u in uops {
+        if is_global_store(&u) {
+            pending.push(u);
+            continue;
+        }
+        let boundary = matches!(
+            u.op(),
+            Ops::Range | Ops::EndRange | Ops::If | Ops::EndIf | Ops::Barrier | Ops::Store | Ops::CoopStore
+        );
+        if boundary || u.src().iter().any(|s| s.op() == Ops::Store) {
+            out.append(&mut pending);
+        }
+        out.push(u);
+    }
+    out.append(&mut pending);
+    out
 }
 
 /// Definitions go first in the kernel body.

@@ -139,6 +139,26 @@ fn loop_invariant_load_is_hoisted() {
 }
 
 #[test]
+fn stores_wait_for_the_loads_of_later_outputs() {
+    // two outputs, each updated in place: both loads come before the first store, which stays
+    // before a loop that follows it
+    let (x, y, z, w) = (global(0, 64), global(1, 64), global(2, 64), global(3, 4));
+    let g = UOp::special("gidx0", 64);
+    let r = UOp::range(&UOp::index_const(16), 0);
+    let (lx, ly) = (load(&x, &g), load(&y, &g));
+    let (sx, sy) = (store(&x, &g, &(&lx * 2.0)), store(&y, &g, &(&ly * 3.0)));
+    let gw = UOp::special("gidx1", 4);
+    let sum = reduce(&load(&z, &(&(&gw * 16) + &r)), &[&r]);
+    let sw = store(&w, &gw, &sum);
+    let p = linearize(&UOp::sink([sx.clone(), sy.clone(), sw.clone()]), "outputs").unwrap();
+    check_order(&p);
+    assert!(pos_of(&p, &lx).max(pos_of(&p, &ly)) < pos_of(&p, &sx).min(pos_of(&p, &sy)), "{p}");
+    assert!(pos_of(&p, &sx) < pos_of(&p, &sy), "{p}");
+    assert!(pos_of(&p, &sy) < pos_of(&p, &r), "{p}");
+    assert_eq!(p.uops.last().map(UOp::op), Some(Ops::Store));
+}
+
+#[test]
 fn group_reduce_through_local_memory() {
     let (a, out) = (global(1, 64), global(0, 1));
     let l = UOp::special("lidx0", 16);
