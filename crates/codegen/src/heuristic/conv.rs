@@ -80,6 +80,12 @@ const UNROLL: usize = 4;
 const MAX_GROUP: usize = 32;
 /// Largest workgroup; an axis this short may be a workgroup dim whole.
 const MAX_WORKGROUP: usize = 128;
+/// Largest workgroup of a weight gradient whose threads share a reduce in groups, the groups'
+/// threads counted: beautiful_mnist at batch 64 on an H200, conv1's weight gradient (groups of
+/// 24) took 27.6 us in workgroups of 120 threads and 18.6 in one group a workgroup, conv4's
+/// (groups of 32) 41.4 and 33.0. Other grouped tiles keep [`MAX_WORKGROUP`] of outputs: capped
+/// the same way, conv2's forward went 76.5 -> 85.5 us.
+const MAX_GROUPED_WEIGHT_WORKGROUP: usize = 64;
 const WHOLE_LOCAL: usize = 16;
 /// Share of its subgroups' lanes a workgroup's threads fill at least, as `(4, 5)` = 80%: the
 /// conv2 input gradient of beautiful_mnist at batch 512 took 1016 us on an H200 with 72
@@ -334,7 +340,8 @@ impl Plan {
         let first: Vec<usize> = std::iter::once(self.window.0).chain(self.rows.iter().copied()).collect();
         let rest = (0..self.fr).rev().filter(|&i| i != self.n && !first.contains(&i));
         let order: Vec<usize> = first.iter().copied().chain(rest).collect();
-        self.workgroup(k, &order, &left);
+        let grouped = group.filter(|_| self.long_reduces).map_or(1, |(_, g)| g);
+        self.workgroup(k, &order, &left, grouped);
         Some(())
     }
 
@@ -342,12 +349,14 @@ impl Plan {
     /// the extents that fill [`MIN_FILL`] of the subgroups their threads take
     /// ([`filled_workgroup`]); failing that, each axis by the whole axis when short, else the
     /// widest of 16, 8, 4, 2 that divides it, while the workgroup stays within
-    /// [`MAX_WORKGROUP`] and the target.
-    fn workgroup(&self, k: &mut Kernel, order: &[usize], left: &[usize]) {
-        let max = MAX_WORKGROUP.min(k.target().max_local_invocations);
+    /// [`MAX_WORKGROUP`] and the target. `grouped` (more than 1 for a weight gradient's groups)
+    /// threads already share each output: they count, within [`MAX_GROUPED_WEIGHT_WORKGROUP`].
+    fn workgroup(&self, k: &mut Kernel, order: &[usize], left: &[usize], grouped: usize) {
+        let cap = if grouped > 1 { MAX_GROUPED_WEIGHT_WORKGROUP } else { MAX_WORKGROUP };
+        let max = cap.min(k.target().max_local_invocations);
         let subgroup = k.target().subgroup_size.unwrap_or(32);
-        let extents = filled_workgroup(order, left, max, subgroup).unwrap_or_else(|| {
-            let mut threads = 1;
+        let extents = filled_workgroup(order, left, max, subgroup, grouped).unwrap_or_else(|| {
+            let mut threads = grouped;
             order
                 .iter()
                 .map(|&axis| {
@@ -384,9 +393,16 @@ impl Plan {
 }
 
 /// Workgroup extents for the axes of `order` (each a divisor of its size in `left`, at most
-/// [`WHOLE_LOCAL`]) whose threads, at most `max` and at least a subgroup, fill at least
-/// [`MIN_FILL`] of the subgroups they take; of those, the largest extents in `order` first.
-fn filled_workgroup(order: &[usize], left: &[usize], max: usize, subgroup: usize) -> Option<Vec<usize>> {
+/// [`WHOLE_LOCAL`]) whose threads (`grouped` a position), at most `max` and at least a
+/// subgroup, fill at least [`MIN_FILL`] of the subgroups they take; of those, the largest
+/// extents in `order` first.
+fn filled_workgroup(
+    order: &[usize],
+    left: &[usize],
+    max: usize,
+    subgroup: usize,
+    grouped: usize,
+) -> Option<Vec<usize>> {
     let options: Vec<Vec<usize>> = order
         .iter()
         .map(|&a| (1..=left[a].min(WHOLE_LOCAL)).filter(|d| left[a].is_multiple_of(*d)).collect())
@@ -394,7 +410,7 @@ fn filled_workgroup(order: &[usize], left: &[usize], max: usize, subgroup: usize
     let (mut pick, mut best): (Vec<usize>, Option<Vec<usize>>) = (vec![0; options.len()], None);
     loop {
         let extents: Vec<usize> = pick.iter().zip(&options).map(|(&i, o)| o[i]).collect();
-        let threads: usize = extents.iter().product();
+        let threads: usize = grouped * extents.iter().product::<usize>();
         let lanes = threads.div_ceil(subgroup) * subgroup;
         let filled = threads * MIN_FILL.1 >= lanes * MIN_FILL.0;
         if (subgroup..=max).contains(&threads) && filled && best.as_ref().is_none_or(|b| extents > *b) {

@@ -145,6 +145,23 @@ fn a_weight_gradient_with_few_outputs_tiles_and_groups_a_reduce_axis() {
 }
 
 #[test]
+fn a_grouped_weight_gradient_counts_its_groups_in_the_workgroup() {
+    // beautiful_mnist's conv1 weight gradient at batch 64 after split-K (a slice an image):
+    // groups of 24 threads share the output rows, two groups a workgroup (18.1 us on an H200;
+    // 27.4 with five, 120 threads)
+    let shape = [32, 1, 5, 5, 64, 1, 24, 24];
+    let x = load(1, strided(&shape, &[0, 784, 28, 1, 784, 784, 28, 1], 0));
+    let dy = load(2, strided(&shape, &[576, 0, 0, 0, 32 * 576, 32 * 576, 24, 1], 0));
+    let ast = store_ast(st(&[32, 1, 5, 5, 64, 1, 1, 1]), (x * dy).reduce_axis(Ops::Add, &[5, 6, 7]));
+    let k = optimized(&ast, big_gpu());
+    assert!(k.applied_opts().contains(&opt(Group, 0, 24)), "{}", k.describe_opts());
+    assert!(k.local_size() <= 64, "{}", k.describe());
+    // conv4's at batch 64 (groups of 32): two groups a workgroup (32.7 us; 42.7 with four)
+    let k = optimized(&conv_weight_grad_ast(64, 64, 64, 8, 3), big_gpu());
+    assert!(k.group_for_reduces() == 1 && k.local_size() <= 64, "{}", k.describe());
+}
+
+#[test]
 fn workgroups_fill_four_fifths_of_their_subgroups() {
     // beautiful_mnist's convolutions at batch 512: 72 threads (6 x 6 x 2) took three subgroups
     // and left a quarter of one idle; now 96 (6 x 4 x 4)
