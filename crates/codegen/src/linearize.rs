@@ -508,17 +508,22 @@ fn is_prefetch(u: &UOp) -> bool {
 
 /// Whether `u` is a `Load` from a buffer argument.
 pub(crate) fn is_global_load(u: &UOp) -> bool {
-    u.op() == Ops::Load && u.src()[0].src().first().is_some_and(|b| b.op() == Ops::DefineGlobal)
+    u.op() == Ops::Load && on_buffer_arg(u)
 }
 
 /// Whether `u` is a `Store` to a buffer argument.
 fn is_global_store(u: &UOp) -> bool {
-    u.op() == Ops::Store && u.src()[0].src().first().is_some_and(|b| b.op() == Ops::DefineGlobal)
+    u.op() == Ops::Store && on_buffer_arg(u)
+}
+
+/// Whether the memory access `u` indexes a buffer argument.
+fn on_buffer_arg(u: &UOp) -> bool {
+    u.src()[0].src().first().is_some_and(|b| b.op() == Ops::DefineGlobal)
 }
 
 /// `uops` with each store to a buffer argument moved down past the loads and arithmetic after
-/// it, to the next loop boundary, branch, barrier or other store to memory (global stores keep
-/// their order). A driver may not move a load above a store to a buffer that could alias it, so
+/// it, to the next loop boundary, branch, barrier or store to workgroup memory (stores to
+/// buffers keep their order). A driver may not move a load above a store to a buffer that could alias it, so
 /// a kernel with several outputs otherwise waits out one load's latency per output (a fused
 /// Adam update of 14 tensors: 11 us on an H200).
 fn stores_after_loads(uops: Vec<UOp>) -> Vec<UOp> {

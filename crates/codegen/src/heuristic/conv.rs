@@ -82,8 +82,8 @@ const MAX_GROUP: usize = 32;
 const MAX_WORKGROUP: usize = 128;
 /// Largest workgroup of a weight gradient whose threads share a reduce in groups, the groups'
 /// threads counted: beautiful_mnist at batch 64 on an H200, conv1's weight gradient (groups of
-/// 24) took 27.6 us in workgroups of 120 threads and 18.6 in one group a workgroup, conv4's
-/// (groups of 32) 41.4 and 33.0. Other grouped tiles keep [`MAX_WORKGROUP`] of outputs: capped
+/// 24) took 27.4 us in workgroups of 120 threads and 18.1 in two groups a workgroup, conv4's
+/// (groups of 32) 42.7 and 32.7. Other grouped tiles keep [`MAX_WORKGROUP`] of outputs: capped
 /// the same way, conv2's forward went 76.5 -> 85.5 us.
 const MAX_GROUPED_WEIGHT_WORKGROUP: usize = 64;
 const WHOLE_LOCAL: usize = 16;
